@@ -1,0 +1,86 @@
+//! `pocketbench calibrate`.
+
+use clap::Args;
+use pocketbench::calibrate::{calibrate, write_back};
+use pocketbench::device::{Devices, Origin};
+
+use super::exit::Usage;
+use super::Code;
+
+/// Arguments of `calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Device id.
+    #[arg(long, value_name = "D", required_unless_present = "all")]
+    pub device: Option<String>,
+    /// Every device with calibration points.
+    #[arg(long, conflicts_with = "device")]
+    pub all: bool,
+    /// Report the fit without writing it into the profile.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the calibration as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `calibrate`.
+pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let targets: Vec<_> = match &a.device {
+        Some(id) => vec![devices.get(id)?],
+        None => devices.all().iter().filter(|d| !d.points.is_empty()).collect(),
+    };
+    let mut all = Vec::new();
+    for device in targets {
+        if device.points.is_empty() {
+            return Err(Usage(format!(
+                "device `{}` has no calibration points: its parameters are documented priors",
+                device.id()
+            ))
+            .into());
+        }
+        let cal = calibrate(device).map_err(pocketbench::Error::from)?;
+        let written = !a.dry_run && matches!(device.origin, Origin::File(_));
+        if !a.dry_run {
+            write_back(device, &cal).map_err(pocketbench::Error::from)?;
+        }
+        if !a.json {
+            outln!(
+                "{} ({}): fitted to {} point(s){}",
+                device.id(),
+                device.origin,
+                device.points.len(),
+                if written { ", written" } else { ", not written (--dry-run)" }
+            );
+            for (k, v) in &cal.fitted {
+                let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
+                outln!("  {k:<22} {v}{bound}");
+            }
+            outln!(
+                "  {:<40} {:<8} {:>11} {:>11} {:>11} {:>8}",
+                "point",
+                "workload",
+                "metric",
+                "published",
+                "predicted",
+                "error"
+            );
+            for r in &cal.residuals {
+                outln!(
+                    "  {:<40} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
+                    r.model,
+                    r.workload,
+                    r.metric,
+                    format!("{:.1} {}", r.measured, r.unit),
+                    format!("{:.1} {}", r.predicted, r.unit),
+                    r.rel_error * 100.0
+                );
+            }
+        }
+        all.push(cal);
+    }
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&all)?);
+    }
+    Ok(Code::Ok)
+}

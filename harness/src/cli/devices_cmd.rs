@@ -1,0 +1,82 @@
+//! `pocketbench devices`.
+
+use clap::Args;
+use pocketbench::device::Devices;
+use pocketbench::units::{Bandwidth, Energy};
+use serde::Serialize;
+
+use super::Code;
+
+/// Arguments of `devices`.
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Row {
+    id: String,
+    name: String,
+    engine: String,
+    origin: String,
+    calibration: String,
+    bandwidth_gb_s: f64,
+    bandwidth_source: String,
+    battery_wh: Option<f64>,
+    budget_decode_tok_s: f64,
+    budget_memory_mb: f64,
+    budget_energy_j: Option<f64>,
+    reference_prompt: u32,
+    reference_gen: u32,
+}
+
+/// Run `devices`.
+pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let rows: Vec<Row> = devices
+        .all()
+        .iter()
+        .map(|d| Row {
+            id: d.id().to_string(),
+            name: d.profile.device.name.clone(),
+            engine: d.profile.engine.name.clone(),
+            origin: d.origin.to_string(),
+            calibration: d.state.to_string(),
+            bandwidth_gb_s: d.model.bandwidth / 1e9,
+            bandwidth_source: d.profile.facts.bandwidth.source.clone(),
+            battery_wh: d.model.battery_j.map(|j| j / 3600.0),
+            budget_decode_tok_s: d.budgets.decode_tok_s,
+            budget_memory_mb: d.budgets.memory_bytes / 1e6,
+            budget_energy_j: d.budgets.energy_j,
+            reference_prompt: d.reference_workload.prompt,
+            reference_gen: d.reference_workload.gen,
+        })
+        .collect();
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(Code::Ok);
+    }
+    outln!(
+        "{:<20} {:<30} {:>10} {:>9} {:>10}  {:<10} calibration",
+        "device",
+        "engine",
+        "bandwidth",
+        "battery",
+        "energy/run",
+        "workload"
+    );
+    for r in rows {
+        outln!(
+            "{:<20} {:<30} {:>10} {:>9} {:>10}  {:<10} {}",
+            r.id,
+            r.engine,
+            Bandwidth(r.bandwidth_gb_s * 1e9).to_string(),
+            r.battery_wh.map_or("none".into(), |w| format!("{w:.1} Wh")),
+            r.budget_energy_j.map_or("n/a".into(), |j| Energy(j).to_string()),
+            format!("{}+{}", r.reference_prompt, r.reference_gen),
+            r.calibration
+        );
+    }
+    Ok(Code::Ok)
+}

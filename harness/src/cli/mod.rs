@@ -1,0 +1,160 @@
+//! Command-line definitions and dispatch. Each subcommand lives in its own
+//! module; rendering for people is in `render`.
+
+/// `println!` that returns broken-pipe and other write errors instead of
+/// panicking (`pocketbench sweep … | head` must not crash).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($t)*)?
+    }};
+}
+
+mod arch_cmd;
+mod calibrate_cmd;
+mod devices_cmd;
+pub mod exit;
+mod predict_cmd;
+mod render;
+mod sweep_cmd;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use pocketbench::arch::{Quant, ShapeSpec};
+use pocketbench::device::Devices;
+use pocketbench::workload::WorkloadSpec;
+
+pub use exit::Code;
+
+/// Find the most capable small language model a device can run inside hard
+/// budgets: decode speed, peak memory and energy per run.
+#[derive(Debug, Parser)]
+#[command(name = "pocketbench", version, about, long_about = None, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Directory of device profiles (default: ./devices if present, else the built-in profiles).
+    #[arg(long, global = true, value_name = "DIR", env = "POCKETBENCH_DEVICES")]
+    pub devices_dir: Option<PathBuf>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 ok, 1 a budget failed where asked to fail on it, 2 usage or configuration error, 3 harness or device error.";
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Parameter, byte and FLOP accounting of one configuration.
+    Arch(arch_cmd::ArchArgs),
+    /// Predict one configuration on one device.
+    Predict(predict_cmd::PredictArgs),
+    /// Expand a sweep file, predict every configuration on every device, chart the frontier.
+    Sweep(sweep_cmd::SweepArgs),
+    /// Re-render frontier.csv and summary.md from a stored results.json.
+    Report(sweep_cmd::ReportArgs),
+    /// Fit a device's predictor parameters to its calibration points.
+    Calibrate(calibrate_cmd::CalibrateArgs),
+    /// List device profiles and their calibration state.
+    Devices(devices_cmd::DevicesArgs),
+    /// List the architecture presets.
+    Presets,
+}
+
+/// A configuration given as a preset, shape flags, or a preset with overrides.
+#[derive(Debug, Clone, Args)]
+pub struct ShapeArgs {
+    /// Start from a named preset (see `pocketbench presets`).
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+    /// Hidden size.
+    #[arg(long)]
+    pub hidden: Option<u32>,
+    /// Layers.
+    #[arg(long)]
+    pub layers: Option<u32>,
+    /// Query heads (default hidden / head-dim).
+    #[arg(long)]
+    pub heads: Option<u32>,
+    /// KV heads (default: heads).
+    #[arg(long)]
+    pub kv_heads: Option<u32>,
+    /// Head dim (default 64).
+    #[arg(long)]
+    pub head_dim: Option<u32>,
+    /// FFN size.
+    #[arg(long)]
+    pub ffn: Option<u32>,
+    /// Vocabulary size.
+    #[arg(long)]
+    pub vocab: Option<u32>,
+    /// Separate output projection (default: tied to the embedding).
+    #[arg(long)]
+    pub untied: bool,
+    /// No QK-norm (default: Qwen3-style QK-norm).
+    #[arg(long)]
+    pub no_qk_norm: bool,
+    /// Quantization: q4_0, q4_1, q8_0, q4_k, q6_k, f16, f32, or "int4 group=64".
+    #[arg(long, value_name = "Q")]
+    pub quant: Option<Quant>,
+    /// Maximum context the configuration is built for.
+    #[arg(long)]
+    pub context: Option<u32>,
+}
+
+impl ShapeArgs {
+    fn spec(&self) -> ShapeSpec {
+        ShapeSpec {
+            preset: self.preset.clone(),
+            hidden: self.hidden,
+            layers: self.layers,
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            head_dim: self.head_dim,
+            ffn: self.ffn,
+            vocab: self.vocab,
+            tied: self.untied.then_some(false),
+            qk_norm: self.no_qk_norm.then_some(false),
+            quant: self.quant,
+            context: self.context,
+        }
+    }
+
+    fn resolve(&self) -> anyhow::Result<pocketbench::arch::Shape> {
+        Ok(self.spec().resolve().map_err(pocketbench::Error::from)?)
+    }
+}
+
+/// `--prompt` / `--gen` overrides.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct WorkloadArgs {
+    /// Prompt tokens per run.
+    #[arg(long, value_name = "N")]
+    pub prompt: Option<u32>,
+    /// Generated tokens per run.
+    #[arg(long, value_name = "N")]
+    pub gen: Option<u32>,
+}
+
+impl WorkloadArgs {
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec { prompt: self.prompt, gen: self.gen, context: None }
+    }
+}
+
+fn devices(cli_dir: &Option<PathBuf>) -> anyhow::Result<Devices> {
+    Ok(Devices::discover(cli_dir.as_deref())?)
+}
+
+/// Run the parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<Code> {
+    match cli.command {
+        Command::Arch(a) => arch_cmd::run(&a),
+        Command::Predict(a) => predict_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Sweep(a) => sweep_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Report(a) => sweep_cmd::report(&a),
+        Command::Calibrate(a) => calibrate_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Devices(a) => devices_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Presets => arch_cmd::presets(),
+    }
+}

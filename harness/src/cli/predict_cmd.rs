@@ -1,0 +1,66 @@
+//! `pocketbench predict`.
+
+use clap::Args;
+use pocketbench::capability::{capability, ProxySettings};
+use pocketbench::device::Devices;
+use pocketbench::record::predicted;
+
+use super::render::verdict;
+use super::{Code, ShapeArgs, WorkloadArgs};
+
+/// Arguments of `predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The configuration.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Device id (see `pocketbench devices`).
+    #[arg(long, value_name = "D")]
+    pub device: String,
+    /// Workload (default: the device's reference workload).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Print the record as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with code 1 when a budget fails.
+    #[arg(long)]
+    pub fail_on_budget: bool,
+}
+
+/// Run `predict`.
+pub fn run(a: &PredictArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let shape = a.shape.resolve()?;
+    let device = devices.get(&a.device)?;
+    let w = device
+        .profile
+        .reference_workload
+        .overridden_by(&a.workload.spec())
+        .resolve()
+        .map_err(pocketbench::Error::from)?;
+    let acct = shape.accounting();
+    let settings = ProxySettings::default();
+    let cap = capability(&shape, &acct, &settings, None);
+    let r = predicted(&shape, &acct, device, &w, &cap);
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        outln!("{} on {} [{}]: predicted by {}", r.config_name, device.profile.device.name, r.engine, r.produced_by);
+        outln!("  calibration   {}", r.calibration);
+        outln!("  workload      {w}");
+        outln!("  decode        {:>9.1} tok/s   {}", r.decode_tok_s, verdict(&r.budgets.decode));
+        outln!("  prefill       {:>9.1} tok/s   time to first token {:.0} ms", r.prefill_tok_s, r.ttft_ms);
+        outln!("  peak memory   {:>9.1} MB      {}", r.peak_mem_increase_mb, verdict(&r.budgets.memory));
+        outln!("  package       {:>9.1} MB", r.package_mb);
+        let battery =
+            r.battery_fraction_per_run.map_or("no battery".to_string(), |f| format!("{:.4}% of battery", f * 100.0));
+        outln!(
+            "  energy        {:>9.2} J/run   {} ({battery}; an estimate, not measured)",
+            r.energy_j_per_run,
+            verdict(&r.budgets.energy)
+        );
+        outln!("  capability    {:>9.1}         {}", r.capability, r.capability_source);
+        outln!("  feasible      {}", if r.feasible { "yes" } else { "no" });
+    }
+    Ok(if a.fail_on_budget && !r.feasible { Code::BudgetFailed } else { Code::Ok })
+}

@@ -1,0 +1,135 @@
+//! `pocketbench sweep` and `pocketbench report`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use pocketbench::capability::Scores;
+use pocketbench::device::Devices;
+use pocketbench::event::{Event, Reporter};
+use pocketbench::pareto::Objective;
+use pocketbench::report::{self, SweepReport};
+use pocketbench::sweep::{self, Plan, PlanOptions};
+use pocketbench::units::ParamCount;
+
+use super::render::StderrReporter;
+use super::{Code, WorkloadArgs};
+
+/// Arguments of `sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The sweep file (see sweeps/*.toml).
+    pub file: PathBuf,
+    /// Devices instead of the file's, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    pub devices: Option<Vec<String>>,
+    /// Only predict (no device is touched). Measurement arrives with the host runner.
+    #[arg(long)]
+    pub predict_only: bool,
+    /// Output directory (default: reports/<sweep name>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Workload overrides.
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Raise the cap on the expanded size.
+    #[arg(long, value_name = "N")]
+    pub max_configs: Option<usize>,
+    /// Frontier objectives, comma-separated (capability, decode, memory, energy).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub objectives: Option<Vec<Objective>>,
+    /// Measured scores per configuration id (CSV: config_id,score[,source]) replacing the proxy.
+    #[arg(long, value_name = "CSV")]
+    pub scores: Option<PathBuf>,
+    /// Exit with code 1 when some device has no feasible configuration.
+    #[arg(long)]
+    pub require_feasible: bool,
+    /// Only warnings on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Arguments of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A results.json written by `sweep`.
+    pub results: PathBuf,
+    /// Output directory (default: the results file's directory).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// Run `sweep`.
+pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
+    // Validate everything into a plan before any work.
+    let opts = PlanOptions {
+        devices: a.devices.clone(),
+        workload: a.workload.spec(),
+        max_configs: a.max_configs,
+        objectives: a.objectives.clone(),
+    };
+    let plan = Plan::from_file(&a.file, &opts)?;
+    let devs = devices.select(&plan.devices)?;
+    let scores = a.scores.as_deref().map(Scores::load).transpose().map_err(pocketbench::Error::from)?;
+    let mut reporter = StderrReporter { quiet: a.quiet };
+    reporter.report(&Event::Planned {
+        sweep: plan.name.clone(),
+        configs: plan.shapes.len(),
+        devices: devs.len(),
+        skipped: plan.skipped.clone(),
+    });
+    let outcome = sweep::run(&plan, &devs, scores.as_ref(), &mut reporter);
+    let report = SweepReport::new(&plan, outcome);
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
+    for p in report::write_all(&out, &report, &report::standard()).context("writing the sweep report")? {
+        reporter.report(&Event::Wrote(p));
+    }
+    print_summary(&report)?;
+    let infeasible = report.outcome.devices.iter().any(|d| d.feasible == 0);
+    Ok(if a.require_feasible && infeasible { Code::BudgetFailed } else { Code::Ok })
+}
+
+fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
+    outln!(
+        "{:<20} {:>9} {:>9}  best feasible (predicted)                         largest feasible",
+        "device",
+        "feasible",
+        "frontier"
+    );
+    for d in &report.outcome.devices {
+        let show = |id: &Option<String>| {
+            id.as_ref()
+                .and_then(|id| report.outcome.results.iter().find(|r| r.device == d.device && &r.config_id == id))
+                .map_or("-".to_string(), |r| {
+                    format!(
+                        "{} {} {:.0} tok/s {:.0} MB",
+                        r.config_name,
+                        ParamCount(r.params_total as f64),
+                        r.decode_tok_s,
+                        r.peak_mem_increase_mb
+                    )
+                })
+        };
+        outln!(
+            "{:<20} {:>9} {:>9}  {:<49} {}",
+            d.device,
+            format!("{}/{}", d.feasible, d.configs),
+            d.frontier,
+            show(&d.best_feasible),
+            show(&d.largest_feasible)
+        );
+    }
+    Ok(())
+}
+
+/// Run `report`.
+pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
+    let data = report::load(&a.results)?;
+    let out = a.out.clone().or_else(|| a.results.parent().map(PathBuf::from)).unwrap_or_default();
+    let exporters: Vec<Box<dyn report::Exporter>> =
+        vec![Box::new(report::FrontierCsv), Box::new(report::SummaryMarkdown)];
+    for p in report::write_all(&out, &data, &exporters)? {
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(Code::Ok)
+}

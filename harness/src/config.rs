@@ -1,0 +1,117 @@
+//! Loading TOML files into typed structs with errors that name the file, line,
+//! column and key path (the key path comes from `serde_path_to_error`, as in
+//! nextest's config loading).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+/// A configuration file could not be read or is invalid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigError {
+    /// The file (or built-in name).
+    pub file: PathBuf,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// Dotted key path, when known (`space.layers`).
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let (Some(l), Some(c)) = (self.line, self.column) {
+            write!(f, ":{l}:{c}")?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(k) = &self.key {
+            write!(f, " (at key `{k}`)")?;
+        }
+        Ok(())
+    }
+}
+
+impl ConfigError {
+    /// An error about the file as a whole (or a key without a position).
+    pub fn new(file: &Path, key: Option<String>, message: impl Into<String>) -> Self {
+        ConfigError { file: file.to_path_buf(), line: None, column: None, key, message: message.into() }
+    }
+}
+
+/// Read and parse a TOML file.
+pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(path, None, format!("cannot read: {e}")))?;
+    parse(path, &text)
+}
+
+/// Parse TOML text; `path` is used in messages only.
+pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, ConfigError> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        let inner = e.into_inner();
+        let (line, column) = match inner.span() {
+            Some(span) => {
+                let (l, c) = line_col(text, span.start);
+                (Some(l), Some(c))
+            }
+            None => (None, None),
+        };
+        ConfigError {
+            file: path.to_path_buf(),
+            line,
+            column,
+            key: (key != "." && !key.is_empty()).then_some(key),
+            message: inner.message().trim().replace('\n', ": "),
+        }
+    })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rfind('\n').map_or(before.len(), |i| before.len() - i - 1) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Top {
+        inner: Inner,
+    }
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        size: crate::units::ByteSize,
+    }
+
+    #[test]
+    fn names_file_line_column_and_key() {
+        let e = parse::<Top>(Path::new("x.toml"), "[inner]\nsize = \"3 Mb\"\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert_eq!(e.key.as_deref(), Some("inner.size"));
+        assert!(e.to_string().starts_with("x.toml:2:8: "), "{e}");
+        assert!(e.message.contains("unknown unit `Mb`"), "{e}");
+        let e = parse::<Top>(Path::new("x.toml"), "[inner]\nsize = \"3 MB\"\nsise = 1\n").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(3), Some(1)));
+        assert!(e.message.starts_with("unknown field `sise`"), "{e}");
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let e = parse::<Top>(Path::new("x.toml"), "[inner\n").unwrap_err();
+        assert_eq!(e.line, Some(1));
+    }
+}

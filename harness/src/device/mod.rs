@@ -1,0 +1,357 @@
+//! Device profiles: hardware facts with sources, budgets, transport, engine,
+//! calibration points and the predictor parameters fitted to them.
+//!
+//! Profiles live in `devices/*.toml`; the shipped ones are also compiled into
+//! the binary so that `pocketbench` works from any directory.
+
+mod profile;
+mod registry;
+
+pub use profile::*;
+pub use registry::{Devices, Origin, BUILT_IN};
+
+use std::path::Path;
+
+use crate::arch::{Shape, SpecError};
+use crate::config::ConfigError;
+use crate::units::Fraction;
+use crate::workload::{Workload, WorkloadError, WorkloadSpec};
+
+/// Default minimum decode speed (the reference study's budget).
+pub const DEFAULT_DECODE_BUDGET: f64 = 200.0;
+/// Default maximum peak memory increase, bytes (300 MB, MB = 10^6 B).
+pub const DEFAULT_MEMORY_BUDGET: f64 = 300e6;
+/// Default energy budget per run as a share of the battery.
+pub const DEFAULT_BATTERY_FRACTION: f64 = 1e-4;
+
+/// The predictor's numeric parameters (base SI units).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelParams {
+    /// Share of peak bandwidth achieved in decode, (0, 1].
+    pub bandwidth_efficiency: f64,
+    /// Seconds per layer per step.
+    pub layer_cost: f64,
+    /// Seconds per step.
+    pub token_cost: f64,
+    /// Share of peak compute achieved in prefill, (0, 1].
+    pub compute_efficiency: f64,
+    /// Bytes.
+    pub engine_overhead: f64,
+    /// Watts.
+    pub active_power: f64,
+}
+
+impl ModelParams {
+    /// Read a parameter by name.
+    pub fn get(&self, p: FreeParam) -> f64 {
+        match p {
+            FreeParam::BandwidthEfficiency => self.bandwidth_efficiency,
+            FreeParam::LayerCost => self.layer_cost,
+            FreeParam::TokenCost => self.token_cost,
+            FreeParam::ComputeEfficiency => self.compute_efficiency,
+            FreeParam::EngineOverhead => self.engine_overhead,
+            FreeParam::ActivePower => self.active_power,
+        }
+    }
+
+    /// Set a parameter by name.
+    pub fn set(&mut self, p: FreeParam, v: f64) {
+        match p {
+            FreeParam::BandwidthEfficiency => self.bandwidth_efficiency = v,
+            FreeParam::LayerCost => self.layer_cost = v,
+            FreeParam::TokenCost => self.token_cost = v,
+            FreeParam::ComputeEfficiency => self.compute_efficiency = v,
+            FreeParam::EngineOverhead => self.engine_overhead = v,
+            FreeParam::ActivePower => self.active_power = v,
+        }
+    }
+}
+
+/// Budgets a configuration is judged against on one device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budgets {
+    /// Minimum decode tok/s.
+    pub decode_tok_s: f64,
+    /// Maximum peak memory increase, bytes.
+    pub memory_bytes: f64,
+    /// Maximum joules per run; `None` where the device has no battery.
+    pub energy_j: Option<f64>,
+}
+
+/// Everything the predictor needs of a device, numeric and `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeviceModel {
+    /// Peak bandwidth, B/s.
+    pub bandwidth: f64,
+    /// Peak compute, op/s.
+    pub compute: f64,
+    /// Battery energy, J.
+    pub battery_j: Option<f64>,
+    /// KV element bits.
+    pub kv_bits: u32,
+    /// Activation element bits.
+    pub act_bits: u32,
+    /// Prefill chunk.
+    pub prefill_chunk: Option<u32>,
+    /// Fitted or prior parameters.
+    pub params: ModelParams,
+}
+
+/// Whether the stored parameters match the calibration points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CalibrationState {
+    /// Fitted to the current points.
+    Calibrated {
+        /// Number of points.
+        points: usize,
+    },
+    /// Fitted, but the points changed since: run `calibrate`.
+    Stale,
+    /// No points: every parameter is a documented prior.
+    Priors,
+    /// Points exist but were never fitted.
+    Unfitted,
+}
+
+impl std::fmt::Display for CalibrationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            CalibrationState::Calibrated { points } => write!(f, "calibrated ({points} points)"),
+            CalibrationState::Stale => f.write_str("stale (points changed since the fit: run `pocketbench calibrate`)"),
+            CalibrationState::Priors => f.write_str("priors only (no calibration points)"),
+            CalibrationState::Unfitted => f.write_str("not fitted yet (run `pocketbench calibrate`)"),
+        }
+    }
+}
+
+/// A calibration point, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalPoint {
+    /// Index in the file (0-based), for messages.
+    pub index: usize,
+    /// The configuration.
+    pub shape: Shape,
+    /// Short description of the configuration (preset name or shape).
+    pub label: String,
+    /// Its workload.
+    pub workload: Workload,
+    /// Measured figures, in base units.
+    pub decode_tok_s: Option<f64>,
+    /// Prefill tok/s.
+    pub prefill_tok_s: Option<f64>,
+    /// Peak memory increase, bytes.
+    pub peak_memory: Option<f64>,
+    /// Package bytes.
+    pub package: Option<f64>,
+    /// Joules per run.
+    pub energy_j: Option<f64>,
+    /// Source text.
+    pub source: String,
+}
+
+/// A validated device profile.
+#[derive(Debug, Clone)]
+pub struct Device {
+    /// The profile as written (kept for rendering facts and sources).
+    pub profile: ProfileToml,
+    /// Where it was loaded from.
+    pub origin: Origin,
+    /// Numeric model.
+    pub model: DeviceModel,
+    /// Budgets.
+    pub budgets: Budgets,
+    /// The workload its published figures were measured at.
+    pub reference_workload: Workload,
+    /// Calibration points.
+    pub points: Vec<CalPoint>,
+    /// Digest of the points.
+    pub digest: String,
+    /// Calibration state.
+    pub state: CalibrationState,
+}
+
+/// Why a profile is invalid (beyond TOML syntax and types).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}: {key}: {message}")]
+pub struct ProfileError {
+    /// File or built-in name.
+    pub file: String,
+    /// Key path.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Device {
+    /// The id used on the command line.
+    pub fn id(&self) -> &str {
+        &self.profile.device.id
+    }
+
+    /// Validate a parsed profile.
+    pub fn from_profile(profile: ProfileToml, origin: Origin) -> Result<Self, ProfileError> {
+        let file = origin.to_string();
+        let err = |key: &str, message: String| ProfileError { file: file.clone(), key: key.into(), message };
+        let p = &profile;
+        let battery_j = match &p.facts.battery {
+            None => None,
+            Some(b) => Some(match (b.energy, b.capacity, b.voltage) {
+                (Some(e), _, _) => e.0,
+                (None, Some(c), Some(v)) => c.0 / 1000.0 * v.0 * 3600.0,
+                _ => return Err(err("facts.battery", "needs `energy`, or `capacity` and `voltage`".into())),
+            }),
+        };
+        positive(p.facts.bandwidth.value.0, "facts.bandwidth.value").map_err(|m| err("facts.bandwidth.value", m))?;
+        positive(p.facts.compute.value.0, "facts.compute.value").map_err(|m| err("facts.compute.value", m))?;
+        let m = &p.model;
+        let params = ModelParams {
+            bandwidth_efficiency: m.bandwidth_efficiency.value.0,
+            layer_cost: m.layer_cost.value.0,
+            token_cost: m.token_cost.value.0,
+            compute_efficiency: m.compute_efficiency.value.0,
+            engine_overhead: m.engine_overhead.value.0,
+            active_power: m.active_power.value.0,
+        };
+        for (key, v) in [
+            ("model.bandwidth-efficiency", params.bandwidth_efficiency),
+            ("model.compute-efficiency", params.compute_efficiency),
+        ] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(err(key, format!("must be in (0, 100%], got {}", Fraction(v))));
+            }
+        }
+        for (key, v) in [
+            ("model.layer-cost", params.layer_cost),
+            ("model.token-cost", params.token_cost),
+            ("model.engine-overhead", params.engine_overhead),
+            ("model.active-power", params.active_power),
+        ] {
+            if v < 0.0 {
+                return Err(err(key, "must not be negative".into()));
+            }
+        }
+        for (key, bits) in [("engine.kv-bits", p.engine.kv_bits), ("engine.act-bits", p.engine.act_bits)] {
+            if ![4, 8, 16, 32].contains(&bits) {
+                return Err(err(key, format!("must be 4, 8, 16 or 32, got {bits}")));
+            }
+        }
+        let reference_workload =
+            p.reference_workload.resolve().map_err(|e| err("reference-workload", e.to_string()))?;
+        let b = &p.budgets;
+        let budgets = Budgets {
+            decode_tok_s: b.decode.map_or(DEFAULT_DECODE_BUDGET, |r| r.0),
+            memory_bytes: b.memory.map_or(DEFAULT_MEMORY_BUDGET, |m| m.0),
+            energy_j: match b.energy {
+                Some(e) => Some(e.0),
+                None => battery_j.map(|j| j * b.energy_battery_fraction.map_or(DEFAULT_BATTERY_FRACTION, |f| f.0)),
+            },
+        };
+        let mut points = Vec::with_capacity(p.calibration.len());
+        for (i, pt) in p.calibration.iter().enumerate() {
+            let key = format!("calibration[{i}]");
+            let shape = pt.model.resolve().map_err(|e: SpecError| err(&format!("{key}.model"), e.to_string()))?;
+            let workload = pt
+                .workload
+                .unwrap_or_default()
+                .resolve_over(&p.reference_workload)
+                .map_err(|e| err(&format!("{key}.workload"), e.to_string()))?;
+            let point = CalPoint {
+                index: i,
+                shape,
+                label: point_label(&pt.model),
+                workload,
+                decode_tok_s: pt.decode.map(|v| v.0),
+                prefill_tok_s: pt.prefill.map(|v| v.0),
+                peak_memory: pt.peak_memory.map(|v| v.0),
+                package: pt.package.map(|v| v.0),
+                energy_j: pt.energy.map(|v| v.0),
+                source: pt.source.clone(),
+            };
+            let values = [point.decode_tok_s, point.prefill_tok_s, point.peak_memory, point.package, point.energy_j];
+            if values.iter().all(Option::is_none) {
+                return Err(err(
+                    &key,
+                    "names no measured figure (decode, prefill, peak-memory, package or energy)".into(),
+                ));
+            }
+            if values.iter().flatten().any(|v| v.is_nan() || *v <= 0.0) {
+                return Err(err(&key, "measured figures must be positive".into()));
+            }
+            points.push(point);
+        }
+        let digest = digest(&p.calibration, &p.model.fit);
+        let state = match (&m.fitted_digest, points.is_empty()) {
+            (_, true) => CalibrationState::Priors,
+            (None, false) => CalibrationState::Unfitted,
+            (Some(d), false) if *d == digest => CalibrationState::Calibrated { points: points.len() },
+            (Some(_), false) => CalibrationState::Stale,
+        };
+        let model = DeviceModel {
+            bandwidth: p.facts.bandwidth.value.0,
+            compute: p.facts.compute.value.0,
+            battery_j,
+            kv_bits: p.engine.kv_bits,
+            act_bits: p.engine.act_bits,
+            prefill_chunk: p.engine.prefill_chunk,
+            params,
+        };
+        Ok(Device { profile, origin, model, budgets, reference_workload, points, digest, state })
+    }
+
+    /// One line naming the calibration behind this device's predictions.
+    pub fn calibration_label(&self) -> String {
+        format!("profile `{}` from {}, {}", self.id(), self.origin, self.state)
+    }
+}
+
+fn positive(v: f64, _key: &str) -> Result<(), String> {
+    if v > 0.0 {
+        Ok(())
+    } else {
+        Err("must be positive".into())
+    }
+}
+
+fn point_label(spec: &crate::arch::ShapeSpec) -> String {
+    let mut overrides = Vec::new();
+    let s = serde_json::to_value(spec).unwrap_or_default();
+    if let Some(map) = s.as_object() {
+        for (k, v) in map {
+            if k != "preset" && !v.is_null() {
+                overrides.push(format!("{k}={v}"));
+            }
+        }
+    }
+    match (&spec.preset, overrides.is_empty()) {
+        (Some(p), true) => p.clone(),
+        (Some(p), false) => format!("{p} ({})", overrides.join(", ")),
+        (None, _) => overrides.join(", "),
+    }
+}
+
+/// FNV-1a of the JSON form of the points and the free-parameter list: a fit is
+/// stale when either changed.
+fn digest(points: &[PointToml], fit: &[FreeParam]) -> String {
+    let text = serde_json::to_string(&(points, fit)).unwrap_or_default();
+    format!("{:016x}", crate::fnv1a(text.as_bytes()))
+}
+
+impl WorkloadSpec {
+    /// Resolve with unset fields taken from `base` (a workload spec itself).
+    pub fn resolve_over(&self, base: &WorkloadSpec) -> Result<Workload, WorkloadError> {
+        base.overridden_by(self).resolve()
+    }
+}
+
+/// Parse and validate one profile file.
+pub fn load_file(path: &Path) -> Result<Device, crate::Error> {
+    let profile: ProfileToml = crate::config::load(path)?;
+    Ok(Device::from_profile(profile, Origin::File(path.to_path_buf()))?)
+}
+
+/// Parse and validate profile text.
+pub fn parse(origin: Origin, text: &str) -> Result<Device, crate::Error> {
+    let profile: ProfileToml = crate::config::parse(Path::new(&origin.to_string()), text)
+        .map_err(|e: ConfigError| crate::Error::Config(Box::new(e)))?;
+    Ok(Device::from_profile(profile, origin)?)
+}

@@ -1,0 +1,247 @@
+//! The device profile file format (`devices/*.toml`), as written by people.
+//! [`super::Device`] is the validated form.
+
+use serde::{Deserialize, Serialize};
+
+use crate::arch::ShapeSpec;
+use crate::units::{Bandwidth, ByteSize, Charge, Compute, Duration, Energy, Fraction, Power, TokRate, Voltage};
+use crate::workload::WorkloadSpec;
+
+/// A whole profile file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ProfileToml {
+    /// Identity.
+    pub device: Meta,
+    /// Hardware facts, each with a source.
+    pub facts: Facts,
+    /// Budget overrides (defaults: 200 tok/s, 300 MB, battery / 10000).
+    #[serde(default)]
+    pub budgets: BudgetsToml,
+    /// How a runner reaches the device.
+    pub transport: Transport,
+    /// The inference engine the profile describes.
+    pub engine: Engine,
+    /// The workload the device's published figures were measured at.
+    #[serde(default)]
+    pub reference_workload: WorkloadSpec,
+    /// Predictor parameters: priors, or values fitted by `calibrate`.
+    pub model: ModelToml,
+    /// Calibration points: published or measured figures.
+    #[serde(default)]
+    pub calibration: Vec<PointToml>,
+}
+
+/// Device identity.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Meta {
+    /// Short id used on the command line (`iphone-18-pro`).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Free text shown in `devices`.
+    #[serde(default)]
+    pub notes: Option<String>,
+}
+
+/// A value with where it comes from.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Fact<T> {
+    /// The value, with its unit.
+    pub value: T,
+    /// Source; "E:" marks an estimate, "R:" a rumour, "measured:" a measurement.
+    pub source: String,
+}
+
+/// Hardware facts.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Facts {
+    /// Peak memory bandwidth.
+    pub bandwidth: Fact<Bandwidth>,
+    /// Peak arithmetic rate of the compute the engine uses.
+    pub compute: Fact<Compute>,
+    /// Installed memory.
+    #[serde(default)]
+    pub memory: Option<Fact<ByteSize>>,
+    /// Battery, absent on mains-powered hosts.
+    #[serde(default)]
+    pub battery: Option<Battery>,
+}
+
+/// A battery: either its energy, or capacity and nominal voltage.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Battery {
+    /// Capacity in mAh.
+    #[serde(default)]
+    pub capacity: Option<Charge>,
+    /// Nominal voltage.
+    #[serde(default)]
+    pub voltage: Option<Voltage>,
+    /// Energy (Wh), when published directly.
+    #[serde(default)]
+    pub energy: Option<Energy>,
+    /// Source.
+    pub source: String,
+}
+
+/// Budget overrides.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BudgetsToml {
+    /// Minimum decode speed (default 200 tok/s).
+    #[serde(default)]
+    pub decode: Option<TokRate>,
+    /// Maximum peak memory increase (default 300 MB).
+    #[serde(default)]
+    pub memory: Option<ByteSize>,
+    /// Maximum energy per run, absolute.
+    #[serde(default)]
+    pub energy: Option<Energy>,
+    /// Maximum energy per run as a share of the battery (default 1/10000).
+    #[serde(default)]
+    pub energy_battery_fraction: Option<Fraction>,
+}
+
+/// How a runner reaches the device (used by the runner issues).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Transport {
+    /// This machine.
+    Local,
+    /// Android over adb.
+    Adb {
+        /// `adb -s` serial or `host:port`; empty means the only device.
+        #[serde(default)]
+        serial: String,
+    },
+    /// iOS over `xcrun devicectl`.
+    Ios {
+        /// Device UDID; empty means the only device.
+        #[serde(default)]
+        udid: String,
+    },
+}
+
+/// Where the model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// CPU threads.
+    Cpu,
+    /// GPU (Metal, OpenCL, Vulkan).
+    Gpu,
+}
+
+/// The engine whose behaviour the profile describes.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Engine {
+    /// Label shown in results ("MNN Metal").
+    pub name: String,
+    /// CPU or GPU.
+    pub backend: Backend,
+    /// Threads, for CPU engines.
+    #[serde(default)]
+    pub threads: Option<u32>,
+    /// KV-cache element width in bits (default 16).
+    #[serde(default = "sixteen")]
+    pub kv_bits: u32,
+    /// Activation element width in bits (default 16: W4A16).
+    #[serde(default = "sixteen")]
+    pub act_bits: u32,
+    /// Prefill chunk in tokens (default: the whole prompt at once).
+    #[serde(default)]
+    pub prefill_chunk: Option<u32>,
+}
+
+fn sixteen() -> u32 {
+    16
+}
+
+/// Predictor parameters as written.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ModelToml {
+    /// Achieved share of peak bandwidth in decode.
+    pub bandwidth_efficiency: Fact<Fraction>,
+    /// Fixed cost per layer per step (kernel dispatch, synchronisation).
+    pub layer_cost: Fact<Duration>,
+    /// Fixed cost per step (sampling, graph launch).
+    pub token_cost: Fact<Duration>,
+    /// Achieved share of peak compute in prefill.
+    pub compute_efficiency: Fact<Fraction>,
+    /// Memory the engine adds beyond weights, KV cache and activations.
+    pub engine_overhead: Fact<ByteSize>,
+    /// Average device power while running inference.
+    pub active_power: Fact<Power>,
+    /// Parameters `calibrate` fits; the others stay at their priors.
+    #[serde(default)]
+    pub fit: Vec<FreeParam>,
+    /// Digest of the calibration points the stored fit was made from.
+    #[serde(default)]
+    pub fitted_digest: Option<String>,
+}
+
+/// A predictor parameter that calibration may fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FreeParam {
+    /// See [`ModelToml::bandwidth_efficiency`].
+    BandwidthEfficiency,
+    /// See [`ModelToml::layer_cost`].
+    LayerCost,
+    /// See [`ModelToml::token_cost`].
+    TokenCost,
+    /// See [`ModelToml::compute_efficiency`].
+    ComputeEfficiency,
+    /// See [`ModelToml::engine_overhead`].
+    EngineOverhead,
+    /// See [`ModelToml::active_power`].
+    ActivePower,
+}
+
+impl FreeParam {
+    /// The TOML key.
+    pub fn key(self) -> &'static str {
+        match self {
+            FreeParam::BandwidthEfficiency => "bandwidth-efficiency",
+            FreeParam::LayerCost => "layer-cost",
+            FreeParam::TokenCost => "token-cost",
+            FreeParam::ComputeEfficiency => "compute-efficiency",
+            FreeParam::EngineOverhead => "engine-overhead",
+            FreeParam::ActivePower => "active-power",
+        }
+    }
+}
+
+/// One calibration point: a model at a workload, with the figures measured for it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PointToml {
+    /// The configuration (a preset, optionally with overrides).
+    pub model: ShapeSpec,
+    /// The workload it was measured at (default: the reference workload).
+    #[serde(default)]
+    pub workload: Option<WorkloadSpec>,
+    /// Measured decode speed.
+    #[serde(default)]
+    pub decode: Option<TokRate>,
+    /// Measured prefill speed.
+    #[serde(default)]
+    pub prefill: Option<TokRate>,
+    /// Measured peak memory increase.
+    #[serde(default)]
+    pub peak_memory: Option<ByteSize>,
+    /// Measured deployment package size.
+    #[serde(default)]
+    pub package: Option<ByteSize>,
+    /// Measured energy per run.
+    #[serde(default)]
+    pub energy: Option<Energy>,
+    /// Where the figures come from.
+    pub source: String,
+}

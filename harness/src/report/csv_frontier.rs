@@ -1,0 +1,82 @@
+//! `frontier.csv`: the frontier of every device, one row per configuration.
+
+use super::{Exporter, ReportError, SweepReport};
+
+/// Writes frontier rows, device by device, highest capability first.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FrontierCsv;
+
+const HEADER: &[&str] = &[
+    "device",
+    "config_id",
+    "config_name",
+    "provenance",
+    "params_total",
+    "params_non_embedding",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "ffn",
+    "vocab",
+    "tied",
+    "quant",
+    "capability",
+    "decode_tok_s",
+    "prefill_tok_s",
+    "ttft_ms",
+    "peak_mem_increase_mb",
+    "package_mb",
+    "energy_j_per_run",
+    "battery_fraction_per_run",
+    "feasible",
+];
+
+impl Exporter for FrontierCsv {
+    fn file_name(&self) -> &'static str {
+        "frontier.csv"
+    }
+    fn render(&self, report: &SweepReport) -> Result<String, ReportError> {
+        let err = |e: csv::Error| ReportError::Render { what: "frontier.csv", message: e.to_string() };
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(HEADER).map_err(err)?;
+        for d in &report.outcome.devices {
+            let mut rows: Vec<_> =
+                report.outcome.results.iter().filter(|r| r.device == d.device && r.on_frontier).collect();
+            rows.sort_by(|a, b| b.capability.total_cmp(&a.capability).then(b.decode_tok_s.total_cmp(&a.decode_tok_s)));
+            for r in rows {
+                let f = |v: f64, p: usize| format!("{v:.p$}");
+                w.write_record([
+                    r.device.clone(),
+                    r.config_id.clone(),
+                    r.config_name.clone(),
+                    format!("{:?}", r.provenance).to_lowercase(),
+                    r.params_total.to_string(),
+                    r.params_non_embedding.to_string(),
+                    r.layers.to_string(),
+                    r.hidden.to_string(),
+                    r.heads.to_string(),
+                    r.kv_heads.to_string(),
+                    r.head_dim.to_string(),
+                    r.ffn.to_string(),
+                    r.vocab.to_string(),
+                    r.tied.to_string(),
+                    r.quant.to_string(),
+                    f(r.capability, 3),
+                    f(r.decode_tok_s, 2),
+                    f(r.prefill_tok_s, 2),
+                    f(r.ttft_ms, 2),
+                    f(r.peak_mem_increase_mb, 2),
+                    f(r.package_mb, 2),
+                    f(r.energy_j_per_run, 4),
+                    r.battery_fraction_per_run.map_or(String::new(), |b| format!("{b:.3e}")),
+                    r.feasible.to_string(),
+                ])
+                .map_err(err)?;
+            }
+        }
+        let bytes = w.into_inner().map_err(|e| ReportError::Render { what: "frontier.csv", message: e.to_string() })?;
+        String::from_utf8(bytes).map_err(|e| ReportError::Render { what: "frontier.csv", message: e.to_string() })
+    }
+}

@@ -1,0 +1,134 @@
+//! Exporters: pure functions from stored sweep data ([`SweepReport`]) to
+//! files. `results.json` is the data itself; `frontier.csv` and `summary.md`
+//! are rendered from it, so `pocketbench report` can re-render them later
+//! without predicting or measuring again.
+
+mod csv_frontier;
+mod json;
+mod markdown;
+
+pub use csv_frontier::FrontierCsv;
+pub use json::ResultsJson;
+pub use markdown::SummaryMarkdown;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::pareto::Objective;
+use crate::sweep::{Outcome, Plan};
+
+/// Version of the `results.json` layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything a report is rendered from; serialised as `results.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// Layout version.
+    pub schema_version: u32,
+    /// `pocketbench <version>`.
+    pub tool: String,
+    /// Sweep name.
+    pub sweep: String,
+    /// Sweep file.
+    pub sweep_file: String,
+    /// Sweep description.
+    pub description: Option<String>,
+    /// Prompt tokens per run.
+    pub prompt_tokens: u32,
+    /// Generated tokens per run.
+    pub gen_tokens: u32,
+    /// Frontier objectives.
+    pub objectives: Vec<Objective>,
+    /// Configurations dropped while expanding, by reason.
+    pub skipped: Vec<(String, usize)>,
+    /// Per-device summaries and all records.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+impl SweepReport {
+    /// Assemble from a plan and its outcome.
+    pub fn new(plan: &Plan, outcome: Outcome) -> Self {
+        SweepReport {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("pocketbench {}", env!("CARGO_PKG_VERSION")),
+            sweep: plan.name.clone(),
+            sweep_file: plan.file.display().to_string(),
+            description: plan.description.clone(),
+            prompt_tokens: plan.workload.prompt,
+            gen_tokens: plan.workload.gen,
+            objectives: plan.objectives.clone(),
+            skipped: plan.skipped.clone(),
+            outcome,
+        }
+    }
+}
+
+/// An output format.
+pub trait Exporter {
+    /// File name inside the output directory.
+    fn file_name(&self) -> &'static str;
+    /// Render the report.
+    fn render(&self, report: &SweepReport) -> Result<String, ReportError>;
+}
+
+/// Rendering or writing a report failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Serialisation failed.
+    #[error("cannot render {what}: {message}")]
+    Render {
+        /// Which output.
+        what: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// Writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A results file could not be read back.
+    #[error("{}: not a pocketbench results file: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The standard set: results.json, frontier.csv, summary.md.
+pub fn standard() -> Vec<Box<dyn Exporter>> {
+    vec![Box::new(ResultsJson), Box::new(FrontierCsv), Box::new(SummaryMarkdown)]
+}
+
+/// Render every exporter and write its file into `dir` (created if needed).
+/// Each file is written to a temporary name and renamed, so an interrupted
+/// run never leaves a half-written report.
+pub fn write_all(
+    dir: &Path,
+    report: &SweepReport,
+    exporters: &[Box<dyn Exporter>],
+) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Io { path: dir.to_path_buf(), source })?;
+    let mut written = Vec::new();
+    for e in exporters {
+        let text = e.render(report)?;
+        let path = dir.join(e.file_name());
+        crate::calibrate::write_atomic(&path, text.as_bytes())
+            .map_err(|source| ReportError::Io { path: path.clone(), source })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Read a `results.json` back.
+pub fn load(path: &Path) -> Result<SweepReport, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Io { path: path.to_path_buf(), source })?;
+    serde_json::from_str(&text).map_err(|e| ReportError::Parse { path: path.to_path_buf(), message: e.to_string() })
+}

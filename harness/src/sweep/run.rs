@@ -1,0 +1,134 @@
+//! Running a plan: predict every configuration on every device, judge the
+//! budgets, and mark each device's Pareto frontier among feasible configurations.
+
+use serde::{Deserialize, Serialize};
+
+use super::Plan;
+use crate::capability::{capability, Scores};
+use crate::device::Device;
+use crate::event::{Event, Reporter};
+use crate::pareto::{frontier, hypervolume, Objective};
+use crate::record::{predicted, Record};
+
+/// Per-device outcome of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSummary {
+    /// Device id.
+    pub device: String,
+    /// Display name.
+    pub name: String,
+    /// Engine label.
+    pub engine: String,
+    /// The calibration behind the predictions.
+    pub calibration: String,
+    /// Decode budget, tok/s.
+    pub budget_decode_tok_s: f64,
+    /// Memory budget, MB.
+    pub budget_memory_mb: f64,
+    /// Energy budget, J per run (null without a battery).
+    pub budget_energy_j: Option<f64>,
+    /// Configurations predicted.
+    pub configs: usize,
+    /// Configurations meeting every budget.
+    pub feasible: usize,
+    /// Configurations on the frontier.
+    pub frontier: usize,
+    /// Hypervolume of the frontier in the normalised budget box.
+    pub hypervolume: f64,
+    /// Highest capability among feasible configurations (ties: faster decode, then less memory).
+    pub best_feasible: Option<String>,
+    /// Most parameters among feasible configurations.
+    pub largest_feasible: Option<String>,
+}
+
+/// Everything a sweep produced: the data reports are rendered from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Per-device summaries, in plan order.
+    pub devices: Vec<DeviceSummary>,
+    /// One record per configuration x device, device-major.
+    pub results: Vec<Record>,
+}
+
+/// Predict `plan` on `devices` (already resolved from `plan.devices`).
+pub fn run(plan: &Plan, devices: &[&Device], scores: Option<&Scores>, reporter: &mut dyn Reporter) -> Outcome {
+    for d in devices {
+        if !matches!(
+            d.state,
+            crate::device::CalibrationState::Calibrated { .. } | crate::device::CalibrationState::Priors
+        ) {
+            reporter.report(&Event::Warning(format!("device `{}`: calibration {}", d.id(), d.state)));
+        }
+    }
+    let caps: Vec<_> = plan.shapes.iter().map(|(s, a)| capability(s, a, &plan.proxy, scores)).collect();
+    let mut results = Vec::with_capacity(plan.shapes.len() * devices.len());
+    let mut summaries = Vec::with_capacity(devices.len());
+    for device in devices {
+        let mut recs: Vec<Record> =
+            plan.shapes.iter().zip(&caps).map(|((s, a), c)| predicted(s, a, device, &plan.workload, c)).collect();
+        let summary = mark_frontier(&mut recs, device, &plan.objectives);
+        reporter.report(&Event::DeviceDone {
+            device: device.id().to_string(),
+            feasible: summary.feasible,
+            frontier: summary.frontier,
+        });
+        summaries.push(summary);
+        results.extend(recs);
+    }
+    Outcome { devices: summaries, results }
+}
+
+/// Normalised "more is better" coordinates of a record (see [`crate::pareto`]).
+fn coords(r: &Record, objectives: &[Objective], worst_energy: f64) -> Vec<f64> {
+    objectives
+        .iter()
+        .map(|o| match o {
+            Objective::Capability => r.capability / 100.0,
+            Objective::Decode => r.decode_tok_s / r.budgets.decode.limit.unwrap_or(1.0) - 1.0,
+            Objective::Memory => 1.0 - r.peak_mem_increase_mb / r.budgets.memory.limit.unwrap_or(f64::INFINITY),
+            // Without a battery budget the worst feasible energy is the reference.
+            Objective::Energy => 1.0 - r.energy_j_per_run / r.budgets.energy.limit.unwrap_or(worst_energy),
+        })
+        .collect()
+}
+
+fn mark_frontier(recs: &mut [Record], device: &Device, objectives: &[Objective]) -> DeviceSummary {
+    let feasible: Vec<usize> = (0..recs.len()).filter(|i| recs[*i].feasible).collect();
+    let worst_energy = feasible.iter().map(|i| recs[*i].energy_j_per_run).fold(0.0, f64::max) * 1.0001;
+    let pts: Vec<Vec<f64>> = feasible.iter().map(|i| coords(&recs[*i], objectives, worst_energy)).collect();
+    let on = frontier(&pts);
+    for (k, i) in feasible.iter().enumerate() {
+        recs[*i].on_frontier = on[k];
+    }
+    let front: Vec<Vec<f64>> = pts.iter().zip(&on).filter(|(_, o)| **o).map(|(p, _)| p.clone()).collect();
+    let best = feasible.iter().copied().max_by(|a, b| {
+        let (x, y) = (&recs[*a], &recs[*b]);
+        x.capability
+            .total_cmp(&y.capability)
+            .then(x.decode_tok_s.total_cmp(&y.decode_tok_s))
+            .then(y.peak_mem_increase_mb.total_cmp(&x.peak_mem_increase_mb))
+            .then(y.config_id.cmp(&x.config_id))
+    });
+    let largest = feasible.iter().copied().max_by(|a, b| {
+        let (x, y) = (&recs[*a], &recs[*b]);
+        x.params_total
+            .cmp(&y.params_total)
+            .then(x.capability.total_cmp(&y.capability))
+            .then(y.config_id.cmp(&x.config_id))
+    });
+    DeviceSummary {
+        device: device.id().to_string(),
+        name: device.profile.device.name.clone(),
+        engine: device.profile.engine.name.clone(),
+        calibration: device.calibration_label(),
+        budget_decode_tok_s: device.budgets.decode_tok_s,
+        budget_memory_mb: device.budgets.memory_bytes / 1e6,
+        budget_energy_j: device.budgets.energy_j,
+        configs: recs.len(),
+        feasible: feasible.len(),
+        frontier: front.len(),
+        hypervolume: hypervolume(&front),
+        best_feasible: best.map(|i| recs[i].config_id.clone()),
+        largest_feasible: largest.map(|i| recs[i].config_id.clone()),
+    }
+}

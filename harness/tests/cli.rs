@@ -1,0 +1,220 @@
+//! The binary's exit codes and messages (a contract for CI gates).
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweeps").join(name)
+}
+
+fn pb() -> Command {
+    let mut c = Command::cargo_bin("pocketbench").unwrap();
+    c.current_dir(root());
+    c
+}
+
+#[test]
+fn unknown_key_names_file_line_column_and_key() {
+    let f = fixture("unknown-key.toml");
+    pb().arg("sweep")
+        .arg(&f)
+        .arg("--out")
+        .arg(tempfile::tempdir().unwrap().path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!("{}:11:1: unknown field `layres`", f.display())))
+        .stderr(predicate::str::contains("(at key `space.layres`)"));
+}
+
+#[test]
+fn unit_mistake_is_an_error_with_position() {
+    let f = fixture("bad-unit.toml");
+    pb().arg("sweep")
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "{}:13:7: `50Mb` is not a valid parameter count: unknown unit `Mb`",
+            f.display()
+        )))
+        .stderr(predicate::str::contains("(at key `space.params.min`)"));
+}
+
+#[test]
+fn syntax_error_has_a_position() {
+    let f = fixture("syntax.toml");
+    pb().arg("sweep")
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(format!("error: {}:5:1: invalid array: expected `]`\n", f.display()));
+}
+
+#[test]
+fn over_the_cap_says_the_count_and_how_to_raise_it() {
+    let f = fixture("too-big.toml");
+    pb().arg("sweep")
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the space expands to 3904 configurations, over the cap of 100"))
+        .stderr(predicate::str::contains("--max-configs 3904"));
+}
+
+#[test]
+fn a_space_of_impossible_shapes_says_why() {
+    pb().arg("sweep")
+        .arg(fixture("impossible.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no valid configuration is left (1 heads not a multiple of kv-heads)"));
+}
+
+#[test]
+fn unknown_device_lists_known_ones() {
+    pb().arg("sweep")
+        .arg(fixture("unknown-device.toml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown device `pixel-99` (known: host, ipad-pro-m5"));
+}
+
+#[test]
+fn impossible_shape_on_the_command_line() {
+    pb().args(["arch", "--hidden", "896", "--layers", "28", "--kv-heads", "3", "--ffn", "2560", "--vocab", "65536"])
+        .assert()
+        .code(2)
+        .stderr("error: heads (14) must be a multiple of kv-heads (3) for grouped-query attention\n");
+    pb().args(["arch", "--preset", "mnn-pocket-0.3b", "--quant", "q5_0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown quantization `q5_0`"));
+    pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "host", "--prompt", "0"])
+        .assert()
+        .code(2)
+        .stderr("error: prompt tokens must be at least 1\n");
+}
+
+#[test]
+fn budget_failure_exits_1_only_when_asked() {
+    let args = ["predict", "--preset", "qwen3-0.6b", "--device", "iphone-18-pro"];
+    pb().args(args).assert().code(0).stdout(predicate::str::contains("FAIL"));
+    pb().args(args).arg("--fail-on-budget").assert().code(1);
+    pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "iphone-18-pro", "--fail-on-budget"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn require_feasible_exits_1_when_a_device_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    // The host decodes qwen3-1.7b far below 200 tok/s.
+    let f = dir.path().join("s.toml");
+    std::fs::write(&f, "[sweep]\nname = \"x\"\ndevices = [\"host\"]\n[space]\nlayers = 28\nhidden = 2048\nkv-heads = 8\nffn = 6144\nvocab = 151936\n").unwrap();
+    pb().arg("sweep").arg(&f).arg("--out").arg(dir.path()).assert().code(0);
+    pb().arg("sweep").arg(&f).arg("--out").arg(dir.path()).arg("--require-feasible").assert().code(1);
+}
+
+#[test]
+fn predict_json_has_the_contract_fields() {
+    let out =
+        pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "ipad-pro-m5", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "decode_tok_s",
+        "prefill_tok_s",
+        "ttft_ms",
+        "peak_mem_increase_mb",
+        "package_mb",
+        "energy_j_per_run",
+        "battery_fraction_per_run",
+        "budgets",
+        "provenance",
+        "feasible",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(v["provenance"], "predicted");
+    assert_eq!(v["prompt_tokens"], 512, "predict defaults to the device's reference workload");
+    assert_eq!(v["budgets"]["decode"]["status"], "pass");
+    let decode = v["decode_tok_s"].as_f64().unwrap();
+    assert!((decode / 466.0 - 1.0).abs() < 0.05, "{decode}");
+}
+
+#[test]
+fn arch_json_has_the_contract_fields() {
+    let out = pb().args(["arch", "--preset", "qwen3-0.6b", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["params_total"], 596_049_920u64);
+    assert_eq!(v["params_non_embedding"], 440_467_456u64);
+    for k in ["package_bytes", "weight_bytes_per_token", "kv_bytes_per_token"] {
+        assert!(v[k].as_u64().unwrap() > 0, "{k}");
+    }
+}
+
+#[test]
+fn calibrate_writes_the_fit_and_keeps_comments() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = root().join("devices/ipad-pro-m5.toml");
+    let text = std::fs::read_to_string(&src).unwrap().replace("fitted-digest = ", "# removed\nold-digest-was = ");
+    // Unfitted: drop the digest line entirely.
+    let text: String = text.lines().filter(|l| !l.starts_with("old-digest-was")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.path().join("ipad-pro-m5.toml"), &text).unwrap();
+    let dd = dir.path().to_str().unwrap();
+    pb().args(["--devices-dir", dd, "devices"]).assert().code(0).stdout(predicate::str::contains("not fitted yet"));
+    pb().args(["--devices-dir", dd, "calibrate", "--device", "ipad-pro-m5"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("decode 466.0 tok/s 472.3 tok/s   +1.36%"));
+    let after = std::fs::read_to_string(dir.path().join("ipad-pro-m5.toml")).unwrap();
+    assert!(after.contains("fitted-digest = "));
+    assert!(after.contains("# Note on the fit"), "comments survive");
+    pb().args(["--devices-dir", dd, "devices"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("calibrated (2 points)"));
+}
+
+#[test]
+fn calibrate_refuses_a_device_without_points() {
+    pb().args(["calibrate", "--device", "host"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("has no calibration points"));
+}
+
+#[test]
+fn report_rerenders_from_results_json() {
+    let dir = tempfile::tempdir().unwrap();
+    pb().args(["sweep", "sweeps/quick.toml", "-q", "--out"]).arg(dir.path()).assert().code(0);
+    let md = dir.path().join("summary.md");
+    let before = std::fs::read_to_string(&md).unwrap();
+    std::fs::remove_file(&md).unwrap();
+    pb().arg("report").arg(dir.path().join("results.json")).assert().code(0);
+    assert_eq!(std::fs::read_to_string(&md).unwrap(), before);
+    std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
+    pb().arg("report")
+        .arg(dir.path().join("bad.json"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a pocketbench results file"));
+}
+
+#[test]
+fn broken_pipe_is_not_a_crash() {
+    // `head` closing stdout early must not panic the binary.
+    let out = std::process::Command::new("sh")
+        .current_dir(root())
+        .arg("-c")
+        .arg(format!("{} presets | head -1", env!("CARGO_BIN_EXE_pocketbench")))
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}

@@ -1,0 +1,27 @@
+# Recipes for pocketbench. `just` is optional: install it with `cargo install just`.
+# The README's two set-up commands do not need it.
+
+# The main job: predict the reference study's space on the four target devices.
+sweep file="sweeps/pocket.toml":
+    cargo run --release -- sweep {{file}}
+
+# The test suite (what CI runs).
+test:
+    cargo test --workspace
+
+# Prediction throughput (criterion); target >= 1M predictions/s on one core.
+bench:
+    cargo bench -p pocketbench --bench predict
+
+# Re-render frontier.csv and summary.md from a stored results.json.
+report results="reports/pocket/results.json":
+    cargo run --release -- report {{results}}
+
+# Formatting and lints, as CI runs them.
+lint:
+    cargo fmt --all --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Everything CI runs.
+ci:
+    bash .ci/run
