@@ -12,7 +12,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::device::{Device, DeviceModel, FreeParam, ModelParams, Origin};
+use crate::arch::account::prefill_flops;
+use crate::device::{CalPoint, Device, DeviceModel, FreeParam, ModelParams, Origin};
 use crate::fit::{fit, Row};
 use crate::predict::{decode_terms, memory_without_overhead, predict};
 use crate::units::{ByteSize, Duration, Fraction, Power};
@@ -96,6 +97,17 @@ pub struct Calibration {
     pub params: ModelParams,
 }
 
+/// One scalar calibration stage: which parameter, the metric that informs it,
+/// its bounds (on θ, which is the parameter or its inverse) and how a point
+/// becomes an observation.
+struct Stage<'a> {
+    param: FreeParam,
+    metric: &'static str,
+    bounds: (f64, f64),
+    inverse: bool,
+    row: &'a dyn Fn(&CalPoint, &DeviceModel) -> Option<Row>,
+}
+
 /// Fit `device`'s free parameters to its points. Parameters not listed in
 /// `model.fit` keep their stored values.
 pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
@@ -155,70 +167,65 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
         }
     }
 
-    // Stage 2: prefill. θ = [1/ec].
-    if is_free(FreeParam::ComputeEfficiency) {
-        let rows: Vec<Row> = device
-            .points
-            .iter()
-            .filter_map(|pt| {
-                let v = pt.prefill_tok_s?;
-                let a = pt.shape.accounting();
-                let flops = crate::arch::account::prefill_flops(&pt.shape, &a, pt.workload.prompt as f64);
-                Some(Row {
-                    x: vec![flops / model.compute],
-                    offset: pt.shape.layers as f64 * model.params.layer_cost + model.params.token_cost,
-                    target: pt.workload.prompt as f64 / v,
-                })
-            })
-            .collect();
-        if rows.is_empty() {
-            return Err(uninformed(FreeParam::ComputeEfficiency, "prefill"));
+    // Stages 2-4: one scalar each, fitted to the points that measure it.
+    // Stage 2: prefill, θ = 1/ec (the compute branch of the roofline).
+    let prefill_row = |pt: &CalPoint, m: &DeviceModel| {
+        let flops = prefill_flops(&pt.shape, &pt.shape.accounting(), pt.workload.prompt as f64);
+        Some(Row {
+            x: vec![flops / m.compute],
+            offset: pt.shape.layers as f64 * m.params.layer_cost + m.params.token_cost,
+            target: pt.workload.prompt as f64 / pt.prefill_tok_s?,
+        })
+    };
+    // Stage 3: memory, θ = overhead.
+    let memory_row = |pt: &CalPoint, m: &DeviceModel| {
+        Some(Row {
+            x: vec![1.0],
+            offset: memory_without_overhead(&pt.shape, &pt.shape.accounting(), m, &pt.workload),
+            target: pt.peak_memory?,
+        })
+    };
+    // Stage 4: energy, θ = P_active, using the times the fitted speed model predicts.
+    let energy_row = |pt: &CalPoint, m: &DeviceModel| {
+        let p = predict(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
+        Some(Row { x: vec![p.prefill_s + p.decode_s], offset: 0.0, target: pt.energy_j? })
+    };
+    let stages: [Stage; 3] = [
+        Stage {
+            param: FreeParam::ComputeEfficiency,
+            metric: "prefill",
+            bounds: (1.0, 1000.0),
+            inverse: true,
+            row: &prefill_row,
+        },
+        Stage {
+            param: FreeParam::EngineOverhead,
+            metric: "peak-memory",
+            bounds: (0.0, 1e10),
+            inverse: false,
+            row: &memory_row,
+        },
+        Stage {
+            param: FreeParam::ActivePower,
+            metric: "energy",
+            bounds: (0.0, 1000.0),
+            inverse: false,
+            row: &energy_row,
+        },
+    ];
+    for Stage { param, metric, bounds, inverse, row } in stages {
+        if !is_free(param) {
+            continue;
         }
-        let f = fit(&rows, &[(1.0, 1000.0)]).map_err(fit_err)?;
-        model.params.compute_efficiency = 1.0 / f.theta[0];
+        let rows: Vec<Row> = device.points.iter().filter_map(|pt| row(pt, &model)).collect();
+        if rows.is_empty() {
+            return Err(uninformed(param, metric));
+        }
+        let f = fit(&rows, &[bounds]).map_err(fit_err)?;
+        model.params.set(param, if inverse { 1.0 / f.theta[0] } else { f.theta[0] });
         if f.at_bound[0] {
-            at_bound.push(FreeParam::ComputeEfficiency.key().into());
+            at_bound.push(param.key().to_string());
         }
-    }
-
-    // Stage 3: memory. θ = [overhead].
-    if is_free(FreeParam::EngineOverhead) {
-        let rows: Vec<Row> = device
-            .points
-            .iter()
-            .filter_map(|pt| {
-                Some(Row {
-                    x: vec![1.0],
-                    offset: memory_without_overhead(&pt.shape, &pt.shape.accounting(), &model, &pt.workload),
-                    target: pt.peak_memory?,
-                })
-            })
-            .collect();
-        if rows.is_empty() {
-            return Err(uninformed(FreeParam::EngineOverhead, "peak-memory"));
-        }
-        let f = fit(&rows, &[(0.0, 1e10)]).map_err(fit_err)?;
-        model.params.engine_overhead = f.theta[0];
-        if f.at_bound[0] {
-            at_bound.push(FreeParam::EngineOverhead.key().into());
-        }
-    }
-
-    // Stage 4: energy. θ = [P_active].
-    if is_free(FreeParam::ActivePower) {
-        let rows: Vec<Row> = device
-            .points
-            .iter()
-            .filter_map(|pt| {
-                let p = predict(&pt.shape, &pt.shape.accounting(), &model, &pt.workload);
-                Some(Row { x: vec![p.prefill_s + p.decode_s], offset: 0.0, target: pt.energy_j? })
-            })
-            .collect();
-        if rows.is_empty() {
-            return Err(uninformed(FreeParam::ActivePower, "energy"));
-        }
-        let f = fit(&rows, &[(0.0, 1000.0)]).map_err(fit_err)?;
-        model.params.active_power = f.theta[0];
     }
 
     let fitted = free.iter().map(|p| (p.key().to_string(), display_param(*p, model.params.get(*p)))).collect();

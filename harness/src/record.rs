@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::arch::{Accounting, Quant, Shape};
+use crate::arch::{Accounting, Shape};
 use crate::budget::{judge, Verdicts};
 use crate::capability::Capability;
 use crate::device::Device;
@@ -42,28 +42,10 @@ pub struct Record {
     pub calibration: String,
     /// How each metric was obtained.
     pub methods: BTreeMap<String, String>,
-    /// Model width.
-    pub hidden: u32,
-    /// Layers.
-    pub layers: u32,
-    /// Query heads.
-    pub heads: u32,
-    /// KV heads.
-    pub kv_heads: u32,
-    /// Head width.
-    pub head_dim: u32,
-    /// FFN width.
-    pub ffn: u32,
-    /// Vocabulary.
-    pub vocab: u32,
-    /// Tied embeddings.
-    pub tied: bool,
-    /// QK-norm.
-    pub qk_norm: bool,
-    /// Quantization.
-    pub quant: Quant,
-    /// Maximum context of the configuration.
-    pub context: u32,
+    /// The shape: hidden, layers, heads, kv_heads, head_dim, ffn, vocab,
+    /// tied, qk_norm, quant, context (flattened into the record).
+    #[serde(flatten)]
+    pub shape: Shape,
     /// All parameters.
     pub params_total: u64,
     /// Non-embedding parameters.
@@ -129,17 +111,7 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
         produced_by: PREDICTOR.to_string(),
         calibration: device.calibration_label(),
         methods,
-        hidden: shape.hidden,
-        layers: shape.layers,
-        heads: shape.heads,
-        kv_heads: shape.kv_heads,
-        head_dim: shape.head_dim,
-        ffn: shape.ffn,
-        vocab: shape.vocab,
-        tied: shape.tied,
-        qk_norm: shape.qk_norm,
-        quant: shape.quant,
-        context: shape.context,
+        shape: *shape,
         params_total: acct.params_total,
         params_non_embedding: acct.params_non_embedding,
         package_bytes: acct.package_bytes,

@@ -32,7 +32,7 @@ fn pocket_largest_feasible_on_iphone_is_near_300m() {
     let (min, max) =
         r.outcome.results.iter().fold((u64::MAX, 0), |(a, b), x| (a.min(x.params_total), b.max(x.params_total)));
     assert!(min < 60_000_000 && max > 1_200_000_000, "{min}..{max}");
-    let layers: std::collections::BTreeSet<u32> = r.outcome.results.iter().map(|x| x.layers).collect();
+    let layers: std::collections::BTreeSet<u32> = r.outcome.results.iter().map(|x| x.shape.layers).collect();
     assert_eq!((layers.first(), layers.last()), (Some(&16), Some(&36)));
     // Budgets bite: some configurations fail, some pass, on every device.
     for d in &r.outcome.devices {
@@ -46,7 +46,7 @@ fn depth_study_decode_falls_with_depth_at_equal_size() {
     let r = sweep("depth.toml");
     for d in &r.outcome.devices {
         let mut rows: Vec<_> = r.outcome.results.iter().filter(|x| x.device == d.device).collect();
-        rows.sort_by_key(|x| x.layers);
+        rows.sort_by_key(|x| x.shape.layers);
         assert_eq!(rows.len(), 11, "one configuration per depth 16..=36 step 2");
         for x in &rows {
             assert!((x.params_total as f64 / 302.8e6 - 1.0).abs() <= 0.05, "{} params", x.params_total);
@@ -59,13 +59,13 @@ fn depth_study_decode_falls_with_depth_at_equal_size() {
                     w[1].decode_tok_s < w[0].decode_tok_s,
                     "{}: {} -> {} layers",
                     d.device,
-                    w[0].layers,
-                    w[1].layers
+                    w[0].shape.layers,
+                    w[1].shape.layers
                 );
             }
         }
         // Capability stops rising past 28 layers (beyond the size jitter).
-        let cap = |l: u32| rows.iter().find(|x| x.layers == l).unwrap().capability;
+        let cap = |l: u32| rows.iter().find(|x| x.shape.layers == l).unwrap().capability;
         assert!(cap(28) > cap(16));
         assert!((cap(36) - cap(28)).abs() < 0.2);
     }
@@ -75,7 +75,9 @@ fn depth_study_decode_falls_with_depth_at_equal_size() {
 fn vocab_trim_cuts_memory_and_raises_speed() {
     let r = sweep("vocab.toml");
     for d in &r.outcome.devices {
-        let get = |v: u32| r.outcome.results.iter().find(|x| x.device == d.device && x.vocab == v && x.tied).unwrap();
+        let get = |v: u32| {
+            r.outcome.results.iter().find(|x| x.device == d.device && x.shape.vocab == v && x.shape.tied).unwrap()
+        };
         let (small, big) = (get(65536), get(151936));
         assert!(small.peak_mem_increase_mb < big.peak_mem_increase_mb);
         assert!(small.decode_tok_s > big.decode_tok_s);
