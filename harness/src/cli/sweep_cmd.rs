@@ -90,34 +90,25 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
 }
 
 fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
-    outln!(
-        "{:<20} {:>9} {:>9}  best feasible (predicted)                         largest feasible",
-        "device",
-        "feasible",
-        "frontier"
-    );
     for d in &report.outcome.devices {
-        let show = |id: &Option<String>| {
-            id.as_ref()
-                .and_then(|id| report.outcome.results.iter().find(|r| r.device == d.device && &r.config_id == id))
-                .map_or("-".to_string(), |r| {
-                    format!(
-                        "{} {} {:.0} tok/s {:.0} MB",
-                        r.config_name,
-                        ParamCount(r.params_total as f64),
-                        r.decode_tok_s,
-                        r.peak_mem_increase_mb
-                    )
-                })
-        };
-        outln!(
-            "{:<20} {:>9} {:>9}  {:<49} {}",
-            d.device,
-            format!("{}/{}", d.feasible, d.configs),
-            d.frontier,
-            show(&d.best_feasible),
-            show(&d.largest_feasible)
-        );
+        outln!("{}: {} of {} feasible, {} on the frontier", d.device, d.feasible, d.configs, d.frontier);
+        for (label, id) in [("best", &d.best_feasible), ("largest", &d.largest_feasible)] {
+            let rec = id
+                .as_ref()
+                .and_then(|id| report.outcome.results.iter().find(|r| r.device == d.device && &r.config_id == id));
+            match rec {
+                Some(r) => outln!(
+                    "  {label:<8} {} {:>8}  {:>4.0} tok/s {:>4.0} MB {:>5.2} J  ({})",
+                    r.config_name,
+                    ParamCount(r.params_total as f64).to_string(),
+                    r.decode_tok_s,
+                    r.peak_mem_increase_mb,
+                    r.energy_j_per_run,
+                    if r.provenance == pocketbench::record::Provenance::Measured { "measured" } else { "predicted" }
+                ),
+                None => outln!("  {label:<8} none meets every budget"),
+            }
+        }
     }
     Ok(())
 }

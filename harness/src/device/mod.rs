@@ -116,7 +116,9 @@ pub enum CalibrationState {
 impl std::fmt::Display for CalibrationState {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         match self {
-            CalibrationState::Calibrated { points } => write!(f, "calibrated ({points} points)"),
+            CalibrationState::Calibrated { points } => {
+                write!(f, "calibrated ({points} point{})", if *points == 1 { "" } else { "s" })
+            }
             CalibrationState::Stale => f.write_str("stale (points changed since the fit: run `pocketbench calibrate`)"),
             CalibrationState::Priors => f.write_str("priors only (no calibration points)"),
             CalibrationState::Unfitted => f.write_str("not fitted yet (run `pocketbench calibrate`)"),
