@@ -10,6 +10,8 @@ use crate::budget::{judge, Verdicts};
 use crate::capability::Capability;
 use crate::device::Device;
 use crate::predict::{predict, PREDICTOR};
+use crate::probe::{ProbeResult, Rep};
+use crate::stats::{Sample, SampleError, Summary};
 use crate::workload::Workload;
 
 /// How a record's metrics were obtained.
@@ -84,6 +86,45 @@ pub struct Record {
     pub feasible: bool,
     /// On the device's Pareto frontier of feasible configurations (sweeps only).
     pub on_frontier: bool,
+    /// Raw samples and statistics of a measurement; absent for predictions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measurement: Option<Box<Measurement>>,
+}
+
+/// What a measured record carries beyond its headline numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Decode tok/s over the repetitions.
+    pub decode: Summary,
+    /// Prefill tok/s over the repetitions.
+    pub prefill: Summary,
+    /// Time to first token, ms.
+    pub ttft_ms: Summary,
+    /// Bytes read per decoded token (model) x measured decode tok/s, GB/s.
+    pub achieved_bandwidth_gb_s: f64,
+    /// The device's bandwidth fact, GB/s, and where it comes from.
+    pub device_bandwidth_gb_s: f64,
+    /// Source of that figure.
+    pub device_bandwidth_source: String,
+    /// achieved / device bandwidth: the decode roofline fraction.
+    pub bandwidth_efficiency: f64,
+    /// What the calibrated predictor said for the same configuration.
+    pub predicted: Predicted,
+    /// Everything the probe reported, raw samples included.
+    pub probe: ProbeResult,
+}
+
+/// The prediction kept beside a measurement, for comparison and calibration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Predicted {
+    /// Decode tok/s.
+    pub decode_tok_s: f64,
+    /// Prefill tok/s.
+    pub prefill_tok_s: f64,
+    /// Peak memory increase, MB.
+    pub peak_mem_increase_mb: f64,
+    /// Energy per run, J.
+    pub energy_j_per_run: f64,
 }
 
 /// Build a predicted record.
@@ -131,5 +172,111 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
         feasible: budgets.feasible(),
         budgets,
         on_frontier: false,
+        measurement: None,
     }
+}
+
+/// A measurement failed while building its statistics.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("measurement of {config} on {device}: {source}")]
+pub struct MeasureError {
+    /// Configuration id.
+    pub config: String,
+    /// Device id.
+    pub device: String,
+    /// The statistics error.
+    pub source: SampleError,
+}
+
+/// Build a measured record from a probe result. Energy, when the device could
+/// not measure it, is the predicted value, and `methods` says so.
+pub fn measured(
+    shape: &Shape,
+    acct: &Accounting,
+    device: &Device,
+    probe: ProbeResult,
+    package_bytes: Option<u64>,
+    cap: &Capability,
+) -> Result<Record, MeasureError> {
+    let w = probe.workload;
+    let mut rec = predicted(shape, acct, device, &w, cap);
+    let pred = Predicted {
+        decode_tok_s: rec.decode_tok_s,
+        prefill_tok_s: rec.prefill_tok_s,
+        peak_mem_increase_mb: rec.peak_mem_increase_mb,
+        energy_j_per_run: rec.energy_j_per_run,
+    };
+    let err = |source| MeasureError { config: shape.id(), device: device.id().into(), source };
+    let series = |f: fn(&Rep) -> f64| -> Result<Summary, MeasureError> {
+        let v: Vec<f64> = probe.reps.iter().map(f).collect();
+        // A single repetition is reported as-is, with no spread.
+        if v.len() == 1 {
+            return Ok(Summary { n: 1, median: v[0], mad: 0.0, mean: v[0], cv: 0.0, ci95_lo: v[0], ci95_hi: v[0], min: v[0], max: v[0], outliers: 0 });
+        }
+        Ok(Sample::new(v).map_err(err)?.summary())
+    };
+    let decode = series(|r| r.decode_tok_s)?;
+    let prefill = series(|r| r.prefill_tok_s)?;
+    let ttft = series(|r| r.ttft_s * 1e3)?;
+    let energies: Vec<f64> = probe.reps.iter().filter_map(|r| r.energy.as_ref().map(|e| e.joules)).collect();
+    let energy = (!energies.is_empty()).then(|| {
+        let mut e = energies.clone();
+        e.sort_by(f64::total_cmp);
+        e[e.len() / 2]
+    });
+    let bytes_per_token = crate::predict::predict(shape, acct, &device.model, &w).bytes_per_token;
+    let achieved = bytes_per_token * decode.median;
+    rec.provenance = Provenance::Measured;
+    rec.produced_by = format!("{} {} via pocketbench probe", probe.engine, probe.engine_version);
+    rec.engine = format!("{} ({})", probe.engine, probe.engine_version);
+    rec.decode_tok_s = decode.median;
+    rec.prefill_tok_s = prefill.median;
+    rec.ttft_ms = ttft.median;
+    rec.peak_mem_increase_mb = probe.peak_increase_bytes as f64 / 1e6;
+    if let Some(p) = package_bytes {
+        rec.package_bytes = p;
+        rec.package_mb = p as f64 / 1e6;
+    }
+    let n = probe.reps.len();
+    let mut methods = BTreeMap::new();
+    methods.insert("decode_tok_s".into(), format!("measured: timer, median of {n} repetitions after warm-up ({} threads)", probe.threads));
+    methods.insert("prefill_tok_s".into(), format!("measured: timer, median of {n} repetitions"));
+    methods.insert("ttft_ms".into(), format!("measured: timer, median of {n} repetitions"));
+    methods.insert("peak_mem_increase_mb".into(), "measured: VmHWM minus VmRSS before load (/proc/self/status), fresh process".into());
+    methods.insert(
+        "package_mb".into(),
+        if package_bytes.is_some() { "measured: size of the GGUF file run".into() } else { rec.methods["package_mb"].clone() },
+    );
+    match (energy, &probe.energy_not_measured) {
+        (Some(j), _) => {
+            rec.energy_j_per_run = j;
+            rec.battery_fraction_per_run = device.model.battery_j.map(|b| j / b);
+            methods.insert("energy_j_per_run".into(), format!("measured: {}", probe.methods.get("energy").cloned().unwrap_or_default()));
+        }
+        (None, why) => {
+            methods.insert(
+                "energy_j_per_run".into(),
+                format!(
+                    "not measured ({}); the value is predicted by {}",
+                    why.clone().unwrap_or_else(|| "no meter".into()),
+                    crate::predict::PREDICTOR
+                ),
+            );
+        }
+    }
+    rec.methods = methods;
+    rec.budgets = judge(rec.decode_tok_s, rec.peak_mem_increase_mb * 1e6, rec.energy_j_per_run, &device.budgets);
+    rec.feasible = rec.budgets.feasible();
+    rec.measurement = Some(Box::new(Measurement {
+        decode,
+        prefill,
+        ttft_ms: ttft,
+        achieved_bandwidth_gb_s: achieved / 1e9,
+        device_bandwidth_gb_s: device.model.bandwidth / 1e9,
+        device_bandwidth_source: device.profile.facts.bandwidth.source.clone(),
+        bandwidth_efficiency: achieved / device.model.bandwidth,
+        predicted: pred,
+        probe,
+    }));
+    Ok(rec)
 }

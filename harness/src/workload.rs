@@ -11,7 +11,7 @@ pub const DEFAULT_GEN: u32 = 128;
 pub const MAX_TOKENS: u32 = 1 << 20;
 
 /// A validated workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Workload {
     /// Prompt tokens prefilled.
     pub prompt: u32,

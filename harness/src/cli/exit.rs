@@ -43,6 +43,9 @@ pub fn classify(err: &anyhow::Error) -> Code {
         if cause.downcast_ref::<Usage>().is_some() {
             return Code::Usage;
         }
+        if cause.downcast_ref::<Harness>().is_some() {
+            return Code::Harness;
+        }
     }
     Code::Harness
 }
@@ -56,3 +59,8 @@ pub struct Usage(pub String);
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
 }
+
+/// A harness or device error raised by the CLI (exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Harness(pub String);

@@ -13,9 +13,12 @@ macro_rules! outln {
 mod arch_cmd;
 mod calibrate_cmd;
 mod devices_cmd;
+mod hostinfo_cmd;
 pub mod exit;
 mod predict_cmd;
+mod probe_cmd;
 mod render;
+mod run_cmd;
 mod sweep_cmd;
 
 use std::path::PathBuf;
@@ -59,6 +62,15 @@ pub enum Command {
     Devices(devices_cmd::DevicesArgs),
     /// List the architecture presets.
     Presets,
+    /// Measure one configuration for real on a device (this host today).
+    Run(run_cmd::RunArgs),
+    /// The measuring process a runner starts on a device (reads a JSON spec).
+    #[command(hide = true)]
+    Probe(probe_cmd::ProbeArgs),
+    /// Write a configuration as a GGUF file with the probe's seeded weights.
+    ExportGguf(probe_cmd::ExportArgs),
+    /// Measure this host's memory bandwidth and record it in the host profile.
+    HostInfo(hostinfo_cmd::HostInfoArgs),
 }
 
 /// A configuration given as a preset, shape flags, or a preset with overrides.
@@ -156,5 +168,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Code> {
         Command::Calibrate(a) => calibrate_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Devices(a) => devices_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Presets => arch_cmd::presets(),
+        Command::Run(a) => run_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Probe(a) => probe_cmd::run(&a),
+        Command::ExportGguf(a) => probe_cmd::export(&a),
+        Command::HostInfo(a) => hostinfo_cmd::run(&a, &devices(&cli.devices_dir)?),
     }
 }

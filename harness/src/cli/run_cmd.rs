@@ -1,0 +1,150 @@
+//! `pocketbench run`: measure one configuration on a device.
+
+use std::time::Duration;
+
+use clap::Args;
+use pocketbench::capability::{capability, ProxySettings};
+use pocketbench::device::{Device, Devices, Transport};
+use pocketbench::record::{measured, Record};
+use pocketbench::runner::{HostRunner, Job, Runner};
+
+use super::exit::{Harness, Usage};
+use super::render::verdict;
+use super::{Code, ShapeArgs, WorkloadArgs};
+
+/// Measurement settings shared by `run` and `sweep --measure`.
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    /// Measured repetitions per configuration.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub reps: u32,
+    /// Threads (default: all cores of the device).
+    #[arg(long, value_name = "T")]
+    pub threads: Option<u32>,
+    /// Seconds before a probe is killed and recorded as timed out.
+    #[arg(long, default_value_t = 1800, value_name = "S")]
+    pub timeout: u64,
+    /// Run configurations predicted not to fit in available memory.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The configuration.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Device id (only `host`-type local devices are measurable in this version).
+    #[arg(long, value_name = "D")]
+    pub device: String,
+    /// Workload (default: the device's reference workload).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Measurement settings.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Print the record as JSON (raw samples included).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with code 1 when a budget fails.
+    #[arg(long)]
+    pub fail_on_budget: bool,
+}
+
+/// A runner for a device, or why there is none.
+pub fn runner_for(device: &Device) -> anyhow::Result<Box<dyn Runner>> {
+    match &device.profile.transport {
+        Transport::Local => {
+            let exe = std::env::current_exe()?;
+            Ok(Box::new(HostRunner::new(device.id(), exe, pocketbench::probe::cache_dir())))
+        }
+        other => Err(Harness(format!(
+            "device `{}` is reached over {:?}; that runner is not built yet (this version measures local devices only)",
+            device.id(),
+            other
+        ))
+        .into()),
+    }
+}
+
+/// Build a job after validating the settings.
+pub fn job(device: &Device, shape: pocketbench::arch::Shape, w: pocketbench::workload::Workload, m: &MeasureArgs) -> anyhow::Result<Job> {
+    if m.reps == 0 || m.reps > pocketbench::probe::MAX_REPS {
+        return Err(Usage(format!("--reps must be between 1 and {}, got {}", pocketbench::probe::MAX_REPS, m.reps)).into());
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let threads = m.threads.unwrap_or(device.profile.engine.threads.unwrap_or(cores));
+    if threads == 0 || threads > 1024 {
+        return Err(Usage(format!("--threads must be between 1 and 1024, got {threads}")).into());
+    }
+    if w.context > shape.context {
+        return Err(Usage(format!("the workload needs {} positions; the configuration is built for {} (--context)", w.context, shape.context)).into());
+    }
+    pocketbench::probe::gguf::tensor_plan(&shape).map_err(|e| Usage(e.to_string()))?;
+    let predicted = pocketbench::predict::predict(&shape, &shape.accounting(), &device.model, &w);
+    Ok(Job {
+        shape,
+        workload: w,
+        reps: m.reps,
+        threads,
+        timeout: Duration::from_secs(m.timeout.max(1)),
+        predicted_peak_bytes: predicted.peak_mem_bytes,
+        force: m.force,
+    })
+}
+
+/// Measure one job into a record.
+pub fn measure_one(runner: &dyn Runner, device: &Device, job: &Job, proxy: &ProxySettings) -> Result<Record, pocketbench::runner::Failure> {
+    let probe = runner.measure(job)?;
+    let acct = job.shape.accounting();
+    let cap = capability(&job.shape, &acct, proxy, None);
+    let package = std::fs::metadata(pocketbench::probe::cache_dir().join("gguf").join(format!("{}.gguf", job.shape.id())))
+        .ok()
+        .map(|m| m.len());
+    measured(&job.shape, &acct, device, probe, package, &cap)
+        .map_err(|e| pocketbench::runner::Failure::BadOutput { reason: e.to_string() })
+}
+
+/// Run `run`.
+pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let shape = a.shape.resolve()?;
+    let device = devices.get(&a.device)?;
+    let w = device.profile.reference_workload.overridden_by(&a.workload.spec()).resolve().map_err(pocketbench::Error::from)?;
+    let job = job(device, shape, w, &a.measure)?;
+    let runner = runner_for(device)?;
+    eprintln!("measuring {} on {} ({} reps, {} threads, {w})...", shape, device.id(), job.reps, job.threads);
+    let r = measure_one(runner.as_ref(), device, &job, &ProxySettings::default()).map_err(|f| Harness(f.to_string()))?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_measured(&r)?;
+    }
+    Ok(if a.fail_on_budget && !r.feasible { Code::BudgetFailed } else { Code::Ok })
+}
+
+fn print_measured(r: &Record) -> anyhow::Result<()> {
+    let m = r.measurement.as_ref().expect("measured record");
+    outln!("{} on {} [{}]: measured", r.config_name, r.device, r.engine);
+    outln!("  workload      {} prompt + {} generated, {} threads, {} repetitions", r.prompt_tokens, r.gen_tokens, m.probe.threads, m.decode.n);
+    outln!(
+        "  decode        {:>9.1} tok/s   median; MAD {:.2}, 95% CI {:.1}..{:.1}, CV {:.1}%, {} outlier(s)   {}",
+        m.decode.median, m.decode.mad, m.decode.ci95_lo, m.decode.ci95_hi, m.decode.cv * 100.0, m.decode.outliers, verdict(&r.budgets.decode)
+    );
+    outln!("  prefill       {:>9.1} tok/s   time to first token {:.0} ms", r.prefill_tok_s, r.ttft_ms);
+    outln!("  peak memory   {:>9.1} MB      increase over the pre-load baseline (VmHWM)   {}", r.peak_mem_increase_mb, verdict(&r.budgets.memory));
+    outln!("  model file    {:>9.1} MB", r.package_mb);
+    outln!(
+        "  bandwidth     {:>9.2} GB/s    achieved in decode = {:.1}% of {:.1} GB/s ({})",
+        m.achieved_bandwidth_gb_s,
+        m.bandwidth_efficiency * 100.0,
+        m.device_bandwidth_gb_s,
+        m.device_bandwidth_source
+    );
+    outln!("  energy        {:>9.2} J/run   {}", r.energy_j_per_run, r.methods["energy_j_per_run"]);
+    outln!(
+        "  predicted     {:>9.1} tok/s decode, {:.1} MB peak ({})",
+        m.predicted.decode_tok_s, m.predicted.peak_mem_increase_mb, r.calibration
+    );
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! Measuring this host's memory bandwidth: the roofline every measured decode
+//! speed is compared against.
+//!
+//! Read: a sum over a buffer far larger than the last-level cache; copy: a
+//! buffer-to-buffer copy (counted as bytes read + bytes written). Each is the
+//! best of several passes, with one thread and with every core, each thread
+//! on its own contiguous slice.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use serde::Serialize;
+
+/// Default buffer size: 1 GiB, far beyond any current L3 (the host's is 32 MiB).
+pub const DEFAULT_BYTES: usize = 1 << 30;
+/// Passes per figure; the best is kept.
+pub const PASSES: usize = 5;
+
+/// Bandwidth figures, bytes per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bandwidth {
+    /// Threads used for the `*_all` figures.
+    pub threads: usize,
+    /// Buffer size, bytes.
+    pub buffer_bytes: usize,
+    /// Read, one thread.
+    pub read_1: f64,
+    /// Read, all threads.
+    pub read_all: f64,
+    /// Copy (read + write bytes), one thread.
+    pub copy_1: f64,
+    /// Copy, all threads.
+    pub copy_all: f64,
+}
+
+fn sum(chunk: &[u64]) -> u64 {
+    // Eight independent accumulators let the compiler vectorise the loop.
+    let mut acc = [0u64; 8];
+    for block in chunk.chunks_exact(8) {
+        for i in 0..8 {
+            acc[i] = acc[i].wrapping_add(block[i]);
+        }
+    }
+    acc.iter().fold(0, |a, b| a.wrapping_add(*b))
+}
+
+fn best(passes: usize, mut f: impl FnMut() -> f64) -> f64 {
+    (0..passes).map(|_| f()).fold(0.0, f64::max)
+}
+
+fn read_bw(buf: &[u64], threads: usize, passes: usize) -> f64 {
+    let bytes = std::mem::size_of_val(buf) as f64;
+    best(passes, || {
+        let t = Instant::now();
+        let per = buf.len().div_ceil(threads);
+        let total = std::thread::scope(|s| {
+            let hs: Vec<_> = buf.chunks(per).map(|c| s.spawn(move || sum(c))).collect();
+            hs.into_iter().map(|h| h.join().unwrap_or(0)).fold(0u64, u64::wrapping_add)
+        });
+        black_box(total);
+        bytes / t.elapsed().as_secs_f64()
+    })
+}
+
+fn copy_bw(src: &[u64], dst: &mut [u64], threads: usize, passes: usize) -> f64 {
+    let bytes = 2.0 * std::mem::size_of_val(src) as f64;
+    best(passes, || {
+        let t = Instant::now();
+        let per = src.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            for (a, b) in src.chunks(per).zip(dst.chunks_mut(per)) {
+                s.spawn(move || b.copy_from_slice(a));
+            }
+        });
+        black_box(&dst[0]);
+        bytes / t.elapsed().as_secs_f64()
+    })
+}
+
+/// Measure with a buffer of `bytes` (two for the copy) and `passes` passes.
+pub fn measure(bytes: usize, passes: usize) -> Bandwidth {
+    let n = bytes / 8;
+    // Fill with non-zero data so every page is really backed.
+    let src: Vec<u64> = (0..n as u64).collect();
+    let mut dst = vec![1u64; n];
+    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
+    Bandwidth {
+        threads,
+        buffer_bytes: bytes,
+        read_1: read_bw(&src, 1, passes),
+        read_all: read_bw(&src, threads, passes),
+        copy_1: copy_bw(&src, &mut dst, 1, passes),
+        copy_all: copy_bw(&src, &mut dst, threads, passes),
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock (Howard Hinnant's
+/// `civil_from_days`, http://howardhinnant.github.io/date_algorithms.html).
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let z = secs.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_buffer_gives_positive_ordered_figures() {
+        let b = measure(8 << 20, 2);
+        assert!(b.read_1 > 1e8 && b.read_all > 1e8 && b.copy_1 > 1e8 && b.copy_all > 1e8, "{b:?}");
+        assert_eq!(b.buffer_bytes, 8 << 20);
+    }
+
+    #[test]
+    fn date_is_well_formed() {
+        let t = today();
+        assert_eq!(t.len(), 10);
+        assert!(t.starts_with("20"));
+        assert_eq!(&t[4..5], "-");
+    }
+}

@@ -1,0 +1,369 @@
+//! Writing a configuration as a GGUF file with seeded random weights, tensor
+//! by tensor, so that building a 1.3B model never holds more than one chunk
+//! of f32 weights in memory.
+//!
+//! Layout per the GGUF specification (ggml `docs/gguf.md`, version 3): magic
+//! `GGUF`, version, tensor count, metadata count, metadata key/values, tensor
+//! infos (name, dims innermost first, ggml type, offset), padding to
+//! `general.alignment` (32), then each tensor's bytes, each padded to 32.
+//! Metadata follows llama.cpp's `qwen3` architecture keys, with a minimal
+//! byte-level BPE tokenizer (the 256 GPT-2 byte tokens, filler tokens and an
+//! end-of-text token) so llama.cpp and MNN's converters accept the file.
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Normal};
+
+use crate::arch::{Quant, Shape};
+
+/// Standard deviation of the random matrices (the usual transformer init).
+pub const INIT_STD: f32 = 0.02;
+/// RMSNorm epsilon written into the file.
+pub const RMS_EPS: f32 = 1e-6;
+/// RoPE base (Qwen3).
+pub const ROPE_THETA: f32 = 1_000_000.0;
+const ALIGN: u64 = 32;
+/// Elements generated and quantized at a time.
+const CHUNK_ELEMS: usize = 1 << 22;
+
+/// Building a model file failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GgufError {
+    /// The shape cannot be stored in the format.
+    #[error("{0}")]
+    Unsupported(String),
+    /// candle refused a tensor.
+    #[error("quantizing {tensor}: {source}")]
+    Candle {
+        /// Tensor name.
+        tensor: String,
+        /// The error.
+        source: candle_core::Error,
+    },
+    /// Writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// ggml storage type of a quantization.
+pub fn ggml_dtype(q: Quant) -> Result<GgmlDType, GgufError> {
+    Ok(match q {
+        Quant::Q4_0 => GgmlDType::Q4_0,
+        Quant::Q4_1 => GgmlDType::Q4_1,
+        Quant::Q8_0 => GgmlDType::Q8_0,
+        Quant::Q4K => GgmlDType::Q4K,
+        Quant::Q6K => GgmlDType::Q6K,
+        Quant::F16 => GgmlDType::F16,
+        Quant::F32 => GgmlDType::F32,
+        Quant::Int { .. } => {
+            return Err(GgufError::Unsupported(format!(
+                "`{q}` has no ggml storage type; the probe builds q4_0, q4_1, q8_0, q4_k, q6_k, f16 and f32"
+            )))
+        }
+    })
+}
+
+/// ggml's `ggml_type` number of a storage type (`ggml.h`).
+fn ggml_type_id(t: GgmlDType) -> u32 {
+    match t {
+        GgmlDType::F32 => 0,
+        GgmlDType::F16 => 1,
+        GgmlDType::Q4_0 => 2,
+        GgmlDType::Q4_1 => 3,
+        GgmlDType::Q5_0 => 6,
+        GgmlDType::Q5_1 => 7,
+        GgmlDType::Q8_0 => 8,
+        GgmlDType::Q8_1 => 9,
+        GgmlDType::Q2K => 10,
+        GgmlDType::Q3K => 11,
+        GgmlDType::Q4K => 12,
+        GgmlDType::Q5K => 13,
+        GgmlDType::Q6K => 14,
+        GgmlDType::Q8K => 15,
+        GgmlDType::BF16 => 30,
+    }
+}
+
+/// llama.cpp `llama_ftype` of a quantization (for `general.file_type`).
+fn file_type(q: Quant) -> u32 {
+    match q {
+        Quant::F32 => 0,
+        Quant::F16 => 1,
+        Quant::Q4_0 => 2,
+        Quant::Q4_1 => 3,
+        Quant::Q8_0 => 7,
+        Quant::Q4K => 15,
+        Quant::Q6K => 18,
+        Quant::Int { .. } => 2,
+    }
+}
+
+/// One tensor of the model: name, candle-order dims (rows, cols) and type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorPlan {
+    /// GGUF name (`blk.0.attn_q.weight`).
+    pub name: String,
+    /// Dimensions, outermost first (a weight is `(out, in)`).
+    pub dims: Vec<usize>,
+    /// Storage type.
+    pub dtype: GgmlDType,
+}
+
+impl TensorPlan {
+    fn elems(&self) -> usize {
+        self.dims.iter().product()
+    }
+    fn bytes(&self) -> u64 {
+        (self.elems() / self.dtype.block_size() * self.dtype.type_size()) as u64
+    }
+    /// Norm weights (1-D) are ones; matrices are random.
+    fn is_norm(&self) -> bool {
+        self.dims.len() == 1
+    }
+}
+
+/// Every tensor of a shape, in file order.
+pub fn tensor_plan(s: &Shape) -> Result<Vec<TensorPlan>, GgufError> {
+    if !s.qk_norm {
+        return Err(GgufError::Unsupported(
+            "the probe builds Qwen3-style models (llama.cpp `qwen3`, candle quantized_qwen3), which have QK-norm; this shape has none".into(),
+        ));
+    }
+    let q = ggml_dtype(s.quant)?;
+    let (d, h, k, dh, f, v) =
+        (s.hidden as usize, s.heads as usize, s.kv_heads as usize, s.head_dim as usize, s.ffn as usize, s.vocab as usize);
+    for (what, cols) in [("hidden", d), ("heads x head-dim", h * dh), ("ffn", f)] {
+        if cols % q.block_size() != 0 {
+            return Err(GgufError::Unsupported(format!(
+                "{} stores rows in blocks of {}; {what} = {cols} is not a multiple",
+                s.quant,
+                q.block_size()
+            )));
+        }
+    }
+    let m = |name: String, rows: usize, cols: usize| TensorPlan { name, dims: vec![rows, cols], dtype: q };
+    let n = |name: String, len: usize| TensorPlan { name, dims: vec![len], dtype: GgmlDType::F32 };
+    let mut t = vec![m("token_embd.weight".into(), v, d)];
+    for i in 0..s.layers as usize {
+        let p = format!("blk.{i}");
+        t.push(n(format!("{p}.attn_norm.weight"), d));
+        t.push(m(format!("{p}.attn_q.weight"), h * dh, d));
+        t.push(m(format!("{p}.attn_k.weight"), k * dh, d));
+        t.push(m(format!("{p}.attn_v.weight"), k * dh, d));
+        t.push(m(format!("{p}.attn_output.weight"), d, h * dh));
+        t.push(n(format!("{p}.attn_q_norm.weight"), dh));
+        t.push(n(format!("{p}.attn_k_norm.weight"), dh));
+        t.push(n(format!("{p}.ffn_norm.weight"), d));
+        t.push(m(format!("{p}.ffn_gate.weight"), f, d));
+        t.push(m(format!("{p}.ffn_up.weight"), f, d));
+        t.push(m(format!("{p}.ffn_down.weight"), d, f));
+    }
+    t.push(n("output_norm.weight".into(), d));
+    if !s.tied {
+        t.push(m("output.weight".into(), v, d));
+    }
+    Ok(t)
+}
+
+/// A metadata value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Meta {
+    /// GGUF UINT32.
+    U32(u32),
+    /// GGUF FLOAT32.
+    F32(f32),
+    /// GGUF STRING.
+    Str(String),
+    /// GGUF ARRAY of STRING.
+    Strs(Vec<String>),
+    /// GGUF ARRAY of INT32.
+    I32s(Vec<i32>),
+}
+
+/// The GPT-2 byte-to-unicode table: printable bytes map to themselves,
+/// the others to code points from 256 upward (as in GPT-2's `encoder.py`).
+fn gpt2_byte_tokens() -> Vec<String> {
+    let printable = |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let mut next = 256u32;
+    (0u32..256)
+        .map(|b| {
+            let c = if printable(b) {
+                b
+            } else {
+                next += 1;
+                next - 1
+            };
+            char::from_u32(c).map(String::from).unwrap_or_default()
+        })
+        .collect()
+}
+
+/// llama.cpp-compatible `qwen3` metadata with a minimal tokenizer.
+pub fn metadata(s: &Shape, name: &str) -> Vec<(String, Meta)> {
+    use Meta::*;
+    let v = s.vocab as usize;
+    let mut tokens = gpt2_byte_tokens();
+    tokens.truncate(v.saturating_sub(1));
+    while tokens.len() + 1 < v {
+        tokens.push(format!("<pb{}>", tokens.len()));
+    }
+    tokens.push("<|endoftext|>".into());
+    let mut types = vec![1i32; tokens.len()]; // NORMAL
+    if let Some(last) = types.last_mut() {
+        *last = 3; // CONTROL
+    }
+    let eos = (tokens.len() - 1) as u32;
+    let kv = |k: &str, v: Meta| (k.to_string(), v);
+    vec![
+        kv("general.architecture", Str("qwen3".into())),
+        kv("general.name", Str(name.into())),
+        kv("general.alignment", U32(ALIGN as u32)),
+        kv("general.file_type", U32(file_type(s.quant))),
+        // candle's quantized_qwen3 computes RoPE tables in this dtype (0 = f32); f16 tables
+        // would round positions past 2048. llama.cpp ignores the key.
+        kv("general.dtype", U32(0)),
+        kv("qwen3.context_length", U32(s.context)),
+        kv("qwen3.embedding_length", U32(s.hidden)),
+        kv("qwen3.block_count", U32(s.layers)),
+        kv("qwen3.feed_forward_length", U32(s.ffn)),
+        kv("qwen3.attention.head_count", U32(s.heads)),
+        kv("qwen3.attention.head_count_kv", U32(s.kv_heads)),
+        kv("qwen3.attention.key_length", U32(s.head_dim)),
+        kv("qwen3.attention.value_length", U32(s.head_dim)),
+        kv("qwen3.attention.layer_norm_rms_epsilon", F32(RMS_EPS)),
+        kv("qwen3.rope.freq_base", F32(ROPE_THETA)),
+        kv("tokenizer.ggml.model", Str("gpt2".into())),
+        kv("tokenizer.ggml.pre", Str("qwen2".into())),
+        kv("tokenizer.ggml.tokens", Strs(tokens)),
+        kv("tokenizer.ggml.token_type", I32s(types)),
+        kv("tokenizer.ggml.merges", Strs(Vec::new())),
+        kv("tokenizer.ggml.bos_token_id", U32(eos)),
+        kv("tokenizer.ggml.eos_token_id", U32(eos)),
+        kv("tokenizer.ggml.padding_token_id", U32(eos)),
+    ]
+}
+
+fn put_str<W: Write>(w: &mut W, s: &str) -> std::io::Result<()> {
+    w.write_all(&(s.len() as u64).to_le_bytes())?;
+    w.write_all(s.as_bytes())
+}
+
+fn put_meta<W: Write>(w: &mut W, m: &Meta) -> std::io::Result<()> {
+    match m {
+        Meta::U32(v) => {
+            w.write_all(&4u32.to_le_bytes())?;
+            w.write_all(&v.to_le_bytes())
+        }
+        Meta::F32(v) => {
+            w.write_all(&6u32.to_le_bytes())?;
+            w.write_all(&v.to_le_bytes())
+        }
+        Meta::Str(s) => {
+            w.write_all(&8u32.to_le_bytes())?;
+            put_str(w, s)
+        }
+        Meta::Strs(v) => {
+            w.write_all(&9u32.to_le_bytes())?;
+            w.write_all(&8u32.to_le_bytes())?;
+            w.write_all(&(v.len() as u64).to_le_bytes())?;
+            v.iter().try_for_each(|s| put_str(w, s))
+        }
+        Meta::I32s(v) => {
+            w.write_all(&9u32.to_le_bytes())?;
+            w.write_all(&5u32.to_le_bytes())?;
+            w.write_all(&(v.len() as u64).to_le_bytes())?;
+            v.iter().try_for_each(|x| w.write_all(&x.to_le_bytes()))
+        }
+    }
+}
+
+fn pad<W: Write + Seek>(w: &mut W) -> std::io::Result<()> {
+    let pos = w.stream_position()?;
+    let n = (ALIGN - pos % ALIGN) % ALIGN;
+    w.write_all(&vec![0u8; n as usize])
+}
+
+/// Seeded random values of one tensor, generated and quantized chunk by
+/// chunk (whole rows, so block boundaries are respected); `sink` receives
+/// the stored bytes in order.
+pub fn generate(t: &TensorPlan, seed: u64, mut sink: impl FnMut(&[u8]) -> std::io::Result<()>) -> Result<(), GgufError> {
+    let cerr = |source| GgufError::Candle { tensor: t.name.clone(), source };
+    let ioerr = |source| GgufError::Io { path: PathBuf::from(&t.name), source };
+    if t.is_norm() {
+        let ones: Vec<u8> = std::iter::repeat_n(1.0f32.to_le_bytes(), t.elems()).flatten().collect();
+        return sink(&ones).map_err(ioerr);
+    }
+    let (rows, cols) = (t.dims[0], t.dims[1]);
+    let mut rng = StdRng::seed_from_u64(seed ^ crate::fnv1a(t.name.as_bytes()));
+    let normal = Normal::new(0.0f32, INIT_STD).map_err(|e| GgufError::Unsupported(e.to_string()))?;
+    let rows_per_chunk = (CHUNK_ELEMS / cols).max(1);
+    let mut r = 0;
+    while r < rows {
+        let n = rows_per_chunk.min(rows - r);
+        let data: Vec<f32> = (0..n * cols).map(|_| normal.sample(&mut rng)).collect();
+        let tensor = Tensor::from_vec(data, (n, cols), &Device::Cpu).map_err(cerr)?;
+        let q = QTensor::quantize(&tensor, t.dtype).map_err(cerr)?;
+        sink(&q.data().map_err(cerr)?).map_err(ioerr)?;
+        r += n;
+    }
+    Ok(())
+}
+
+/// Write the model to `path` (via a temporary file renamed at the end, so a
+/// killed build never leaves a truncated model behind).
+pub fn write_model(s: &Shape, seed: u64, path: &Path) -> Result<(), GgufError> {
+    let plan = tensor_plan(s)?;
+    let meta = metadata(s, &format!("pocketbench {} ({s})", s.id()));
+    let tmp = path.with_extension("gguf.partial");
+    let ioerr = |source| GgufError::Io { path: tmp.clone(), source };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(ioerr)?;
+    }
+    let mut w = BufWriter::new(File::create(&tmp).map_err(ioerr)?);
+    (|| -> std::io::Result<()> {
+        w.write_all(b"GGUF")?;
+        w.write_all(&3u32.to_le_bytes())?;
+        w.write_all(&(plan.len() as u64).to_le_bytes())?;
+        w.write_all(&(meta.len() as u64).to_le_bytes())?;
+        for (k, v) in &meta {
+            put_str(&mut w, k)?;
+            put_meta(&mut w, v)?;
+        }
+        let mut offset = 0u64;
+        for t in &plan {
+            put_str(&mut w, &t.name)?;
+            w.write_all(&(t.dims.len() as u32).to_le_bytes())?;
+            for d in t.dims.iter().rev() {
+                w.write_all(&(*d as u64).to_le_bytes())?;
+            }
+            w.write_all(&ggml_type_id(t.dtype).to_le_bytes())?;
+            w.write_all(&offset.to_le_bytes())?;
+            offset += t.bytes().div_ceil(ALIGN) * ALIGN;
+        }
+        pad(&mut w)
+    })()
+    .map_err(ioerr)?;
+    for t in &plan {
+        generate(t, seed, |b| w.write_all(b))?;
+        pad(&mut w).map_err(ioerr)?;
+    }
+    w.flush().map_err(ioerr)?;
+    drop(w);
+    std::fs::rename(&tmp, path).map_err(|source| GgufError::Io { path: path.to_path_buf(), source })
+}
+
+/// Bytes the tensors occupy in the file.
+pub fn tensor_bytes(s: &Shape) -> Result<u64, GgufError> {
+    Ok(tensor_plan(s)?.iter().map(TensorPlan::bytes).sum())
+}

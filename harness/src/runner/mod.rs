@@ -1,0 +1,94 @@
+//! Runners: how a configuration gets measured on a device. One small trait;
+//! the host runner spawns the probe as a child process; the Android and iOS
+//! runners (later) drive `adb` and `devicectl` through their own crates.
+
+mod host;
+
+pub use host::HostRunner;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arch::Shape;
+use crate::probe::ProbeResult;
+use crate::workload::Workload;
+
+/// One measurement to make.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// The configuration.
+    pub shape: Shape,
+    /// The run.
+    pub workload: Workload,
+    /// Measured repetitions.
+    pub reps: u32,
+    /// Threads.
+    pub threads: u32,
+    /// Give up after this long.
+    pub timeout: Duration,
+    /// Predicted peak memory increase, bytes (for the admission check).
+    pub predicted_peak_bytes: f64,
+    /// Run even when the prediction says it will not fit.
+    pub force: bool,
+}
+
+/// Why a measurement produced no result. Each is recorded, never fatal to a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Failure {
+    /// Refused before running.
+    #[error("refused: {reason}")]
+    Refused {
+        /// Why.
+        reason: String,
+    },
+    /// Building the model file failed.
+    #[error("could not build the model file: {reason}")]
+    Build {
+        /// Why.
+        reason: String,
+    },
+    /// The probe ran past the timeout and was killed.
+    #[error("timed out after {seconds:.0} s (killed)")]
+    Timeout {
+        /// The limit.
+        seconds: f64,
+    },
+    /// The probe was killed by a signal.
+    #[error("killed by signal {signal}{hint}")]
+    Killed {
+        /// Signal number.
+        signal: i32,
+        /// ", probably out of memory" for SIGKILL.
+        hint: String,
+    },
+    /// The probe exited with an error.
+    #[error("probe failed (exit {code}): {stderr}")]
+    Crashed {
+        /// Exit code.
+        code: i32,
+        /// Last lines of its stderr.
+        stderr: String,
+    },
+    /// The probe's output was not a result.
+    #[error("probe output unreadable: {reason}")]
+    BadOutput {
+        /// Why.
+        reason: String,
+    },
+    /// The runner cannot reach the device.
+    #[error("device unavailable: {reason}")]
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Measures configurations on one device.
+pub trait Runner {
+    /// Device id.
+    fn device(&self) -> &str;
+    /// Measure one configuration.
+    fn measure(&self, job: &Job) -> Result<ProbeResult, Failure>;
+}

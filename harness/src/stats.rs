@@ -1,0 +1,206 @@
+//! Summary statistics of repeated measurements: median, spread (MAD), a
+//! bootstrap confidence interval of the median, and outlier flags.
+//!
+//! Outliers use the modified z-score of Iglewicz and Hoaglin ("How to Detect
+//! and Handle Outliers", ASQC 1993): `M_i = 0.6745 (x_i − median) / MAD`,
+//! flagged when `|M_i| > 3.5` (the same method hyperfine uses). The interval
+//! is the percentile bootstrap (Efron & Tibshirani, *An Introduction to the
+//! Bootstrap*, 1993, ch. 13) with a fixed seed, so a stored sample always
+//! yields the same interval.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use statrs::statistics::{Data, OrderStatistics};
+
+/// Threshold on the modified z-score (Iglewicz & Hoaglin).
+pub const OUTLIER_Z: f64 = 3.5;
+/// Bootstrap resamples.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// Why a sample was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SampleError {
+    /// Fewer than two points say nothing about spread.
+    #[error("a sample needs at least 2 points, got {0}")]
+    TooFew(usize),
+    /// NaN or infinity.
+    #[error("a sample must not contain NaN or infinite values (point {0})")]
+    NotFinite(usize),
+}
+
+/// At least two finite measurements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<f64>", into = "Vec<f64>")]
+pub struct Sample(Vec<f64>);
+
+impl TryFrom<Vec<f64>> for Sample {
+    type Error = SampleError;
+    fn try_from(v: Vec<f64>) -> Result<Self, SampleError> {
+        Sample::new(v)
+    }
+}
+
+impl From<Sample> for Vec<f64> {
+    fn from(s: Sample) -> Vec<f64> {
+        s.0
+    }
+}
+
+/// Summary of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of points.
+    pub n: usize,
+    /// Median.
+    pub median: f64,
+    /// Median absolute deviation (unscaled).
+    pub mad: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Coefficient of variation: standard deviation / mean.
+    pub cv: f64,
+    /// Lower end of the 95% bootstrap interval of the median.
+    pub ci95_lo: f64,
+    /// Upper end.
+    pub ci95_hi: f64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Points flagged as outliers.
+    pub outliers: usize,
+}
+
+fn median_of(v: &[f64]) -> f64 {
+    Data::new(v.to_vec()).median()
+}
+
+impl Sample {
+    /// Validate the points.
+    pub fn new(v: Vec<f64>) -> Result<Self, SampleError> {
+        if v.len() < 2 {
+            return Err(SampleError::TooFew(v.len()));
+        }
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            return Err(SampleError::NotFinite(i));
+        }
+        Ok(Sample(v))
+    }
+
+    /// The points.
+    pub fn values(&self) -> &[f64] {
+        &self.0
+    }
+
+    /// Median.
+    pub fn median(&self) -> f64 {
+        median_of(&self.0)
+    }
+
+    /// Median absolute deviation from the median (unscaled).
+    pub fn mad(&self) -> f64 {
+        let m = self.median();
+        median_of(&self.0.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
+    }
+
+    /// Modified z-scores; infinite for points off the median when MAD is 0.
+    pub fn modified_z(&self) -> Vec<f64> {
+        let (m, mad) = (self.median(), self.mad());
+        self.0
+            .iter()
+            .map(|x| {
+                let d = x - m;
+                if mad > 0.0 {
+                    0.6745 * d / mad
+                } else if d == 0.0 {
+                    0.0
+                } else {
+                    f64::INFINITY.copysign(d)
+                }
+            })
+            .collect()
+    }
+
+    /// Which points are outliers (|modified z| > 3.5).
+    pub fn outliers(&self) -> Vec<bool> {
+        self.modified_z().iter().map(|z| z.abs() > OUTLIER_Z).collect()
+    }
+
+    /// Percentile-bootstrap 95% interval of the median (seeded, deterministic).
+    pub fn median_ci95(&self) -> (f64, f64) {
+        let mut rng = StdRng::seed_from_u64(0x5eed);
+        let n = self.0.len();
+        let mut medians: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+            .map(|_| median_of(&(0..n).map(|_| self.0[rng.random_range(0..n)]).collect::<Vec<_>>()))
+            .collect();
+        medians.sort_by(f64::total_cmp);
+        let mut d = Data::new(medians);
+        (d.quantile(0.025), d.quantile(0.975))
+    }
+
+    /// Every summary figure.
+    pub fn summary(&self) -> Summary {
+        let n = self.0.len();
+        let mean = self.0.iter().sum::<f64>() / n as f64;
+        let var = self.0.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let (ci95_lo, ci95_hi) = self.median_ci95();
+        Summary {
+            n,
+            median: self.median(),
+            mad: self.mad(),
+            mean,
+            cv: if mean != 0.0 { var.sqrt() / mean.abs() } else { 0.0 },
+            ci95_lo,
+            ci95_hi,
+            min: self.0.iter().copied().fold(f64::INFINITY, f64::min),
+            max: self.0.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            outliers: self.outliers().iter().filter(|o| **o).count(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn refuses_bad_samples() {
+        assert_eq!(Sample::new(vec![1.0]).unwrap_err(), SampleError::TooFew(1));
+        assert_eq!(Sample::new(vec![1.0, f64::NAN]).unwrap_err(), SampleError::NotFinite(1));
+        assert!(serde_json::from_str::<Sample>("[1.0]").is_err());
+    }
+
+    #[test]
+    fn known_values() {
+        let s = Sample::new(vec![10.0, 11.0, 9.0, 10.0, 30.0]).unwrap();
+        assert_eq!(s.median(), 10.0);
+        assert_eq!(s.mad(), 1.0);
+        assert_eq!(s.outliers(), vec![false, false, false, false, true]);
+        let sum = s.summary();
+        assert_eq!((sum.min, sum.max, sum.outliers), (9.0, 30.0, 1));
+        assert!(sum.ci95_lo <= 10.0 && sum.ci95_hi >= 10.0);
+    }
+
+    proptest! {
+        #[test]
+        fn median_within_range_and_shift_equivariant(v in prop::collection::vec(-1e6f64..1e6, 2..40), c in -1e3f64..1e3) {
+            let s = Sample::new(v.clone()).unwrap();
+            let sum = s.summary();
+            prop_assert!(sum.min <= sum.median && sum.median <= sum.max);
+            prop_assert!(sum.mad >= 0.0);
+            prop_assert!(sum.ci95_lo <= sum.ci95_hi && sum.ci95_lo >= sum.min && sum.ci95_hi <= sum.max);
+            let shifted = Sample::new(v.iter().map(|x| x + c).collect()).unwrap();
+            prop_assert!((shifted.median() - (s.median() + c)).abs() < 1e-6);
+            prop_assert!((shifted.mad() - s.mad()).abs() < 1e-6);
+        }
+
+        #[test]
+        fn scaling_does_not_change_outliers(v in prop::collection::vec(0.1f64..1e3, 3..30), k in prop::sample::select(vec![0.25, 0.5, 2.0, 4.0, 16.0])) {
+            let a = Sample::new(v.clone()).unwrap().outliers();
+            let b = Sample::new(v.iter().map(|x| x * k).collect()).unwrap().outliers();
+            prop_assert_eq!(a, b);
+        }
+    }
+}
