@@ -77,6 +77,8 @@ pub struct Residual {
     pub rel_error: f64,
     /// The point's source.
     pub source: String,
+    /// The point was held out of the fit.
+    pub holdout: bool,
 }
 
 /// The outcome of a calibration.
@@ -97,134 +99,141 @@ pub struct Calibration {
     pub params: ModelParams,
 }
 
-/// One scalar calibration stage: which parameter, the metric that informs it,
-/// its bounds (on θ, which is the parameter or its inverse) and how a point
-/// becomes an observation.
-struct Stage<'a> {
+/// One term of a stage: a parameter, the range of θ (the parameter, or its
+/// inverse for efficiencies, which enter the time as a divisor).
+struct Term {
     param: FreeParam,
-    metric: &'static str,
     bounds: (f64, f64),
     inverse: bool,
-    row: &'a dyn Fn(&CalPoint, &DeviceModel) -> Option<Row>,
+}
+
+impl Term {
+    fn theta(&self, p: &ModelParams) -> f64 {
+        let v = p.get(self.param);
+        if self.inverse {
+            1.0 / v
+        } else {
+            v
+        }
+    }
+}
+
+/// An observation of a stage: the coefficient of each term's θ, the part of
+/// the prediction no term touches, and the measured value.
+struct Obs {
+    coef: Vec<f64>,
+    offset: f64,
+    target: f64,
+}
+
+/// Terms with their position in the stage.
+type Indexed<'a> = Vec<(usize, &'a Term)>;
+
+type ObsFn<'a> = &'a dyn Fn(&CalPoint, &DeviceModel) -> Option<Obs>;
+
+/// A calibration stage: the metric it fits, its terms, and how a point
+/// becomes an observation (`None` when the point does not measure the metric).
+struct Stage<'a> {
+    metric: &'static str,
+    terms: Vec<Term>,
+    obs: ObsFn<'a>,
+}
+
+fn term(param: FreeParam, bounds: (f64, f64), inverse: bool) -> Term {
+    Term { param, bounds, inverse }
 }
 
 /// Fit `device`'s free parameters to its points. Parameters not listed in
 /// `model.fit` keep their stored values.
 pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     let free = &device.profile.model.fit;
-    let is_free = |p: FreeParam| free.contains(&p);
     let mut model = device.model;
     let id = device.id().to_string();
-    let uninformed = |param: FreeParam, metric: &'static str| CalibrationError::Uninformed {
-        device: id.clone(),
-        param: param.key(),
-        metric,
-    };
-    let fit_err = |source| CalibrationError::Fit { device: id.clone(), source };
     let mut at_bound = Vec::new();
+    let fit_points: Vec<&CalPoint> = device.points.iter().filter(|p| !p.holdout).collect();
 
-    // Stage 1: decode. θ = [1/eb, cl, c0].
-    let speed = [FreeParam::BandwidthEfficiency, FreeParam::LayerCost, FreeParam::TokenCost];
-    let decode_pts: Vec<_> = device.points.iter().filter(|p| p.decode_tok_s.is_some()).collect();
-    let free_speed: Vec<FreeParam> = speed.iter().copied().filter(|p| is_free(*p)).collect();
-    if !free_speed.is_empty() {
-        if decode_pts.is_empty() {
-            return Err(uninformed(free_speed[0], "decode"));
-        }
-        let bounds_of = |p: FreeParam| match p {
-            FreeParam::BandwidthEfficiency => (1.0, 100.0),
-            FreeParam::LayerCost => (0.0, 1e-2),
-            _ => (0.0, 1.0),
-        };
-        let rows: Vec<Row> = decode_pts
-            .iter()
-            .map(|pt| {
-                let t = decode_terms(&pt.shape, &pt.shape.accounting(), &model, &pt.workload);
-                let coef = |p: FreeParam| match p {
-                    FreeParam::BandwidthEfficiency => t.transfer_s,
-                    FreeParam::LayerCost => t.layers,
-                    _ => 1.0,
-                };
-                let cur = |p: FreeParam| match p {
-                    FreeParam::BandwidthEfficiency => 1.0 / model.params.bandwidth_efficiency,
-                    other => model.params.get(other),
-                };
-                Row {
-                    x: free_speed.iter().map(|p| coef(*p)).collect(),
-                    offset: speed.iter().filter(|p| !is_free(**p)).map(|p| coef(*p) * cur(*p)).sum(),
-                    target: 1.0 / pt.decode_tok_s.unwrap_or(f64::NAN),
-                }
-            })
-            .collect();
-        let bounds: Vec<_> = free_speed.iter().map(|p| bounds_of(*p)).collect();
-        let f = fit(&rows, &bounds).map_err(fit_err)?;
-        for ((p, v), b) in free_speed.iter().zip(&f.theta).zip(&f.at_bound) {
-            let v = if *p == FreeParam::BandwidthEfficiency { 1.0 / v } else { *v };
-            model.params.set(*p, v);
-            if *b {
-                at_bound.push(p.key().to_string());
-            }
-        }
-    }
-
-    // Stages 2-4: one scalar each, fitted to the points that measure it.
-    // Stage 2: prefill, θ = 1/ec (the compute branch of the roofline).
-    let prefill_row = |pt: &CalPoint, m: &DeviceModel| {
+    // decode: t_step = transfer / eb + L·cl + c0.
+    let decode = |pt: &CalPoint, m: &DeviceModel| {
+        let t = decode_terms(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
+        Some(Obs { coef: vec![t.transfer_s, t.layers, 1.0], offset: 0.0, target: 1.0 / pt.decode_tok_s? })
+    };
+    // prefill: the compute branch of the roofline, t = FLOPs / (ec·C) + L·cl + c0.
+    let prefill = |pt: &CalPoint, m: &DeviceModel| {
         let flops = prefill_flops(&pt.shape, &pt.shape.accounting(), pt.workload.prompt as f64);
-        Some(Row {
-            x: vec![flops / m.compute],
+        Some(Obs {
+            coef: vec![flops / m.compute],
             offset: pt.shape.layers as f64 * m.params.layer_cost + m.params.token_cost,
             target: pt.workload.prompt as f64 / pt.prefill_tok_s?,
         })
     };
-    // Stage 3: memory, θ = overhead.
-    let memory_row = |pt: &CalPoint, m: &DeviceModel| {
-        Some(Row {
-            x: vec![1.0],
-            offset: memory_without_overhead(&pt.shape, &pt.shape.accounting(), m, &pt.workload),
+    // peak memory: weights + KV + scratch + overhead + e·V·d.
+    let memory = |pt: &CalPoint, m: &DeviceModel| {
+        let a = pt.shape.accounting();
+        Some(Obs {
+            coef: vec![1.0, a.output_params as f64],
+            offset: memory_without_overhead(&pt.shape, &a, m, &pt.workload),
             target: pt.peak_memory?,
         })
     };
-    // Stage 4: energy, θ = P_active, using the times the fitted speed model predicts.
-    let energy_row = |pt: &CalPoint, m: &DeviceModel| {
+    // energy: P_active x the run time the fitted speed model predicts.
+    let energy = |pt: &CalPoint, m: &DeviceModel| {
         let p = predict(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
-        Some(Row { x: vec![p.prefill_s + p.decode_s], offset: 0.0, target: pt.energy_j? })
+        Some(Obs { coef: vec![p.prefill_s + p.decode_s], offset: 0.0, target: pt.energy_j? })
     };
-    let stages: [Stage; 3] = [
+    let stages = [
         Stage {
-            param: FreeParam::ComputeEfficiency,
+            metric: "decode",
+            terms: vec![
+                term(FreeParam::BandwidthEfficiency, (1.0, 100.0), true),
+                term(FreeParam::LayerCost, (0.0, 1e-2), false),
+                term(FreeParam::TokenCost, (0.0, 1.0), false),
+            ],
+            obs: &decode,
+        },
+        Stage {
             metric: "prefill",
-            bounds: (1.0, 1000.0),
-            inverse: true,
-            row: &prefill_row,
+            terms: vec![term(FreeParam::ComputeEfficiency, (1.0, 1000.0), true)],
+            obs: &prefill,
         },
         Stage {
-            param: FreeParam::EngineOverhead,
             metric: "peak-memory",
-            bounds: (0.0, 1e10),
-            inverse: false,
-            row: &memory_row,
+            terms: vec![
+                term(FreeParam::EngineOverhead, (0.0, 1e10), false),
+                term(FreeParam::EmbeddingExtra, (0.0, 16.0), false),
+            ],
+            obs: &memory,
         },
-        Stage {
-            param: FreeParam::ActivePower,
-            metric: "energy",
-            bounds: (0.0, 1000.0),
-            inverse: false,
-            row: &energy_row,
-        },
+        Stage { metric: "energy", terms: vec![term(FreeParam::ActivePower, (0.0, 1000.0), false)], obs: &energy },
     ];
-    for Stage { param, metric, bounds, inverse, row } in stages {
-        if !is_free(param) {
+    for stage in &stages {
+        let (free_terms, fixed_terms): (Indexed, Indexed) =
+            stage.terms.iter().enumerate().partition(|(_, t)| free.contains(&t.param));
+        if free_terms.is_empty() {
             continue;
         }
-        let rows: Vec<Row> = device.points.iter().filter_map(|pt| row(pt, &model)).collect();
+        let rows: Vec<Row> = fit_points
+            .iter()
+            .filter_map(|pt| (stage.obs)(pt, &model))
+            .map(|o| Row {
+                x: free_terms.iter().map(|(i, _)| o.coef[*i]).collect(),
+                offset: o.offset + fixed_terms.iter().map(|(i, t)| o.coef[*i] * t.theta(&model.params)).sum::<f64>(),
+                target: o.target,
+            })
+            .collect();
         if rows.is_empty() {
-            return Err(uninformed(param, metric));
+            return Err(CalibrationError::Uninformed {
+                device: id.clone(),
+                param: free_terms[0].1.param.key(),
+                metric: stage.metric,
+            });
         }
-        let f = fit(&rows, &[bounds]).map_err(fit_err)?;
-        model.params.set(param, if inverse { 1.0 / f.theta[0] } else { f.theta[0] });
-        if f.at_bound[0] {
-            at_bound.push(param.key().to_string());
+        let bounds: Vec<(f64, f64)> = free_terms.iter().map(|(_, t)| t.bounds).collect();
+        let f = fit(&rows, &bounds).map_err(|source| CalibrationError::Fit { device: id.clone(), source })?;
+        for (((_, t), theta), bound) in free_terms.iter().zip(&f.theta).zip(&f.at_bound) {
+            model.params.set(t.param, if t.inverse { 1.0 / theta } else { *theta });
+            if *bound {
+                at_bound.push(t.param.key().to_string());
+            }
         }
     }
 
@@ -263,6 +272,7 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
                     predicted: predicted / scale,
                     rel_error: predicted / m - 1.0,
                     source: pt.source.clone(),
+                    holdout: pt.holdout,
                 });
             }
         }
@@ -277,6 +287,7 @@ pub fn display_param(p: FreeParam, v: f64) -> String {
         FreeParam::LayerCost | FreeParam::TokenCost => Duration(v).to_string(),
         FreeParam::EngineOverhead => ByteSize(v).to_string(),
         FreeParam::ActivePower => Power(v).to_string(),
+        FreeParam::EmbeddingExtra => crate::units::BytesPerParam(v).to_string(),
     }
 }
 
@@ -307,4 +318,72 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp~");
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
+}
+
+/// Append a calibration point to a profile file (as a new `[[calibration]]`
+/// table at the end, leaving the rest of the file untouched). The fit is
+/// stale afterwards until `calibrate` runs.
+pub fn append_point(device: &Device, point: &crate::device::PointToml) -> Result<(), CalibrationError> {
+    let path = match &device.origin {
+        Origin::File(p) => p.clone(),
+        Origin::BuiltIn(_) => return Err(CalibrationError::NotAFile(device.id().into())),
+    };
+    let werr = |message: String| CalibrationError::Write { path: path.display().to_string(), message };
+    #[derive(serde::Serialize)]
+    struct Wrapper<'a> {
+        calibration: [&'a crate::device::PointToml; 1],
+    }
+    let table = toml::to_string(&Wrapper { calibration: [point] }).map_err(|e| werr(e.to_string()))?;
+    let mut text = std::fs::read_to_string(&path).map_err(|e| werr(e.to_string()))?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push('\n');
+    text.push_str(&table);
+    write_atomic(&path, text.as_bytes()).map_err(|e| werr(e.to_string()))
+}
+
+/// A calibration point from a measured record: every shape field written out,
+/// the workload, and the measured decode, prefill and peak memory (and energy
+/// when it was measured).
+pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<crate::device::PointToml> {
+    use crate::units::{ByteSize, Energy, TokRate};
+    let m = rec.measurement.as_ref()?;
+    let s = rec.shape;
+    let energy_measured = rec.methods.get("energy_j_per_run").is_some_and(|v| v.starts_with("measured"));
+    Some(crate::device::PointToml {
+        model: crate::arch::ShapeSpec {
+            preset: None,
+            hidden: Some(s.hidden),
+            layers: Some(s.layers),
+            heads: Some(s.heads),
+            kv_heads: Some(s.kv_heads),
+            head_dim: Some(s.head_dim),
+            ffn: Some(s.ffn),
+            vocab: Some(s.vocab),
+            tied: Some(s.tied),
+            qk_norm: Some(s.qk_norm),
+            quant: Some(s.quant),
+            context: Some(s.context),
+        },
+        workload: Some(crate::workload::WorkloadSpec {
+            prompt: Some(rec.prompt_tokens),
+            gen: Some(rec.gen_tokens),
+            context: None,
+        }),
+        decode: Some(TokRate(rec.decode_tok_s)),
+        prefill: Some(TokRate(rec.prefill_tok_s)),
+        peak_memory: Some(ByteSize(rec.peak_mem_increase_mb * 1e6)),
+        package: None,
+        energy: energy_measured.then_some(Energy(rec.energy_j_per_run)),
+        source: format!(
+            "measured {} by `pocketbench run`: {} {}, {} threads, median of {} repetitions (timer; VmHWM)",
+            crate::hostinfo::today(),
+            m.probe.engine,
+            m.probe.engine_version,
+            m.probe.threads,
+            m.decode.n
+        ),
+        holdout,
+    })
 }

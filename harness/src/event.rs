@@ -26,7 +26,38 @@ pub enum Event {
         /// Configurations on the frontier.
         frontier: usize,
     },
-    /// A warning (stale calibration, missing scores).
+    /// A measurement starts.
+    Measuring {
+        /// Device id.
+        device: String,
+        /// Shape name.
+        config: String,
+        /// 1-based position.
+        index: usize,
+        /// Measurements on this device.
+        total: usize,
+    },
+    /// A measurement finished.
+    Measured {
+        /// Device id.
+        device: String,
+        /// Shape name.
+        config: String,
+        /// Median decode tok/s.
+        decode_tok_s: f64,
+        /// Peak memory increase, MB.
+        peak_mem_mb: f64,
+    },
+    /// A stored measurement was reused.
+    Resumed {
+        /// Device id.
+        device: String,
+        /// Shape name.
+        config: String,
+        /// The stored file.
+        path: PathBuf,
+    },
+    /// A warning (stale calibration, missing scores, a failed measurement).
     Warning(String),
     /// A file was written.
     Wrote(PathBuf),

@@ -18,7 +18,9 @@
 //!   context + activation scratch + engine overhead. Scratch for a prefill
 //!   chunk of `n` tokens at `a` bytes per activation: `a·n·(2d + (h+2k)·dh +
 //!   2f) + a·h·n·P` (residual stream, q/k/v, SwiGLU gate and up, attention
-//!   scores) + `4·V` (f32 logits).
+//!   scores) + `4·V` (f32 logits), + `e·V·d` for engines that hold more of the
+//!   embedding than its quantized table (candle keeps an f32 copy: e ≈ 4-5
+//!   bytes per embedding parameter; shipping engines e = 0).
 //! * **Energy** per run = `P_active · (t_prefill + t_decode)`: average device
 //!   power times busy time. Chosen over energy-per-byte because one published
 //!   energy figure exists (OnePlus 13), which determines exactly one
@@ -82,7 +84,8 @@ fn decode_bytes_per_token(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w
     acct.weight_bytes_per_token as f64 + kv * w.mean_decode_context()
 }
 
-/// Memory terms that do not depend on fitted parameters: weights + KV + scratch.
+/// Memory terms that do not depend on fitted parameters: weights + KV + scratch
+/// (the engine overhead and the embedding extra are added by [`predict`]).
 pub fn memory_without_overhead(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> f64 {
     let kv = kv_bytes_per_position(shape, dev.kv_bits) as f64 * w.context as f64;
     let a = dev.act_bits as f64 / 8.0;
@@ -108,7 +111,9 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
     let transfer_s = (acct.weight_bytes_per_token as f64 + kv * prompt) / eff_bw;
     let prefill_s = compute_s.max(transfer_s) + step_fixed;
 
-    let peak_mem_bytes = memory_without_overhead(shape, acct, dev, w) + p.engine_overhead;
+    let peak_mem_bytes = memory_without_overhead(shape, acct, dev, w)
+        + p.engine_overhead
+        + p.embedding_extra * acct.output_params as f64;
     let energy_j = p.active_power * (prefill_s + decode_s);
     Prediction {
         decode_tok_s: w.gen as f64 / decode_s,
@@ -145,6 +150,7 @@ mod tests {
                 token_cost: 0.0,
                 compute_efficiency: 0.25,
                 engine_overhead: 20e6,
+                embedding_extra: 0.0,
                 active_power: 2.0,
             },
         }

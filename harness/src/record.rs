@@ -195,7 +195,6 @@ pub fn measured(
     acct: &Accounting,
     device: &Device,
     probe: ProbeResult,
-    package_bytes: Option<u64>,
     cap: &Capability,
 ) -> Result<Record, MeasureError> {
     let w = probe.workload;
@@ -211,7 +210,18 @@ pub fn measured(
         let v: Vec<f64> = probe.reps.iter().map(f).collect();
         // A single repetition is reported as-is, with no spread.
         if v.len() == 1 {
-            return Ok(Summary { n: 1, median: v[0], mad: 0.0, mean: v[0], cv: 0.0, ci95_lo: v[0], ci95_hi: v[0], min: v[0], max: v[0], outliers: 0 });
+            return Ok(Summary {
+                n: 1,
+                median: v[0],
+                mad: 0.0,
+                mean: v[0],
+                cv: 0.0,
+                ci95_lo: v[0],
+                ci95_hi: v[0],
+                min: v[0],
+                max: v[0],
+                outliers: 0,
+            });
         }
         Ok(Sample::new(v).map_err(err)?.summary())
     };
@@ -233,25 +243,39 @@ pub fn measured(
     rec.prefill_tok_s = prefill.median;
     rec.ttft_ms = ttft.median;
     rec.peak_mem_increase_mb = probe.peak_increase_bytes as f64 / 1e6;
+    let package_bytes = (probe.model_file_bytes > 0).then_some(probe.model_file_bytes);
     if let Some(p) = package_bytes {
         rec.package_bytes = p;
         rec.package_mb = p as f64 / 1e6;
     }
     let n = probe.reps.len();
     let mut methods = BTreeMap::new();
-    methods.insert("decode_tok_s".into(), format!("measured: timer, median of {n} repetitions after warm-up ({} threads)", probe.threads));
+    methods.insert(
+        "decode_tok_s".into(),
+        format!("measured: timer, median of {n} repetitions after warm-up ({} threads)", probe.threads),
+    );
     methods.insert("prefill_tok_s".into(), format!("measured: timer, median of {n} repetitions"));
     methods.insert("ttft_ms".into(), format!("measured: timer, median of {n} repetitions"));
-    methods.insert("peak_mem_increase_mb".into(), "measured: VmHWM minus VmRSS before load (/proc/self/status), fresh process".into());
+    methods.insert(
+        "peak_mem_increase_mb".into(),
+        "measured: VmHWM minus VmRSS before load (/proc/self/status), fresh process".into(),
+    );
     methods.insert(
         "package_mb".into(),
-        if package_bytes.is_some() { "measured: size of the GGUF file run".into() } else { rec.methods["package_mb"].clone() },
+        if package_bytes.is_some() {
+            "measured: size of the GGUF file run".into()
+        } else {
+            rec.methods["package_mb"].clone()
+        },
     );
     match (energy, &probe.energy_not_measured) {
         (Some(j), _) => {
             rec.energy_j_per_run = j;
             rec.battery_fraction_per_run = device.model.battery_j.map(|b| j / b);
-            methods.insert("energy_j_per_run".into(), format!("measured: {}", probe.methods.get("energy").cloned().unwrap_or_default()));
+            methods.insert(
+                "energy_j_per_run".into(),
+                format!("measured: {}", probe.methods.get("energy").cloned().unwrap_or_default()),
+            );
         }
         (None, why) => {
             methods.insert(

@@ -183,6 +183,11 @@ quantity!(
     [("FLOPS", 1.0), ("GFLOPS", 1e9), ("TFLOPS", 1e12), ("GOPS", 1e9), ("TOPS", 1e12)]
 );
 quantity!(
+    /// Bytes per model parameter.
+    BytesPerParam, "bytes per parameter", bare = false,
+    [("B/param", 1.0)]
+);
+quantity!(
     /// A fraction, written as a percentage ("5%") or a bare fraction (0.05).
     Fraction, "fraction", bare = true,
     [("", 1.0), ("%", 0.01)]
@@ -258,6 +263,7 @@ display_in!(Bandwidth, " GB/s", 1e9);
 display_in!(Charge, " mAh", 1.0);
 display_in!(Voltage, " V", 1.0);
 display_in!(Fraction, "%", 0.01);
+display_in!(BytesPerParam, " B/param", 1.0);
 
 impl fmt::Display for Duration {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {

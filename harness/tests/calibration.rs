@@ -129,3 +129,27 @@ fn every_residual_is_reported() {
     assert_eq!(cal.residuals.len(), 6);
     assert!(cal.residuals.iter().all(|r| r.rel_error.abs() < 0.10));
 }
+
+#[test]
+fn host_fit_predicts_held_out_measurements() {
+    let d = devices();
+    let host = d.get("host").unwrap();
+    let cal = calibrate(host).unwrap();
+    let held: Vec<_> = cal.residuals.iter().filter(|r| r.holdout).collect();
+    // Held-out configurations differ from every fitted one in depth, width and vocabulary.
+    let fitted: Vec<_> = host.points.iter().filter(|p| !p.holdout).map(|p| p.shape).collect();
+    for p in host.points.iter().filter(|p| p.holdout) {
+        for f in &fitted {
+            assert!(p.shape.layers != f.layers && p.shape.hidden != f.hidden && p.shape.vocab != f.vocab, "{}", p.label);
+        }
+    }
+    assert!(held.iter().filter(|r| r.metric == "decode").count() >= 3);
+    for r in held {
+        let limit = match r.metric {
+            "decode" => 0.10,
+            "peak-memory" => 0.15,
+            _ => continue,
+        };
+        assert!(r.rel_error.abs() <= limit, "{} {}: {:+.1}%", r.model, r.metric, r.rel_error * 100.0);
+    }
+}

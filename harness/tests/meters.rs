@@ -92,7 +92,8 @@ fn power_supply_negative_current_times_voltage() {
     let stop = Arc::new(AtomicBool::new(false));
     let b = bat.clone();
     // Current ramps 0.5 A -> 1.5 A over 1 s: mean power 3.87 W x 1.0 A.
-    let h = driver(stop.clone(), move |t| put(&b.join("current_now"), &format!("-{}", ((0.5 + t.min(1.0)) * 1e6) as i64)));
+    let h =
+        driver(stop.clone(), move |t| put(&b.join("current_now"), &format!("-{}", ((0.5 + t.min(1.0)) * 1e6) as i64)));
     let mut m = PowerSupplyMeter::discover(dir.path()).unwrap();
     m.start().unwrap();
     thread::sleep(Duration::from_millis(1000));

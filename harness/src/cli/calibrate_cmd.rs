@@ -57,24 +57,43 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
                 outln!("  {k:<22} {v}{bound}");
             }
             outln!(
-                "  {:<40} {:<8} {:>11} {:>11} {:>11} {:>8}",
+                "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>8}",
                 "point",
                 "workload",
                 "metric",
-                "published",
+                "reference",
                 "predicted",
                 "error"
             );
             for r in &cal.residuals {
+                let model = if r.holdout { format!("{} [held out]", r.model) } else { r.model.clone() };
                 outln!(
-                    "  {:<40} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
-                    r.model,
+                    "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
+                    model,
                     r.workload,
                     r.metric,
                     format!("{:.1} {}", r.measured, r.unit),
                     format!("{:.1} {}", r.predicted, r.unit),
                     r.rel_error * 100.0
                 );
+            }
+            for metric in ["decode", "peak-memory"] {
+                let held: Vec<f64> = cal
+                    .residuals
+                    .iter()
+                    .filter(|r| r.holdout && r.metric == metric)
+                    .map(|r| r.rel_error.abs())
+                    .collect();
+                if !held.is_empty() {
+                    let worst = held.iter().copied().fold(0.0, f64::max);
+                    let mean = held.iter().sum::<f64>() / held.len() as f64;
+                    outln!(
+                        "  held-out {metric}: {} point(s), mean |error| {:.1}%, worst {:.1}%",
+                        held.len(),
+                        mean * 100.0,
+                        worst * 100.0
+                    );
+                }
             }
         }
         all.push(cal);

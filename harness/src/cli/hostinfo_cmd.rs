@@ -45,9 +45,19 @@ pub fn run(a: &HostInfoArgs, devices: &Devices) -> anyhow::Result<Code> {
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "host": facts, "bandwidth_bytes_per_s": bw }))?);
     } else {
-        outln!("{} ({} logical CPUs, {:.1} GiB)", facts.cpu, facts.logical_cpus, facts.memory_bytes as f64 / (1u64 << 30) as f64);
+        outln!(
+            "{} ({} logical CPUs, {:.1} GiB)",
+            facts.cpu,
+            facts.logical_cpus,
+            facts.memory_bytes as f64 / (1u64 << 30) as f64
+        );
         outln!("  read   {:>6.1} GB/s with 1 thread, {:>6.1} GB/s with {}", gb(bw.read_1), gb(bw.read_all), bw.threads);
-        outln!("  copy   {:>6.1} GB/s with 1 thread, {:>6.1} GB/s with {} (read + write bytes)", gb(bw.copy_1), gb(bw.copy_all), bw.threads);
+        outln!(
+            "  copy   {:>6.1} GB/s with 1 thread, {:>6.1} GB/s with {} (read + write bytes)",
+            gb(bw.copy_1),
+            gb(bw.copy_all),
+            bw.threads
+        );
         outln!("  measured: best of {} passes over a {} MiB buffer", a.passes, a.buffer_mib);
     }
     if a.dry_run {

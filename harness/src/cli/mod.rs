@@ -13,8 +13,8 @@ macro_rules! outln {
 mod arch_cmd;
 mod calibrate_cmd;
 mod devices_cmd;
-mod hostinfo_cmd;
 pub mod exit;
+mod hostinfo_cmd;
 mod predict_cmd;
 mod probe_cmd;
 mod render;

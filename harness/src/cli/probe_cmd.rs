@@ -26,6 +26,9 @@ pub fn run(a: &ProbeArgs) -> anyhow::Result<Code> {
     let spec: ProbeSpec =
         serde_json::from_str(&text).map_err(|e| Usage(format!("{}: not a probe spec: {e}", a.spec.display())))?;
     spec.validate().map_err(|e| Usage(e.to_string()))?;
+    if let Some(code) = injected_fault(&spec, a.out.as_deref())? {
+        return Ok(code);
+    }
     let (meter, why) = match pocketbench::meter::detect() {
         Ok(m) => (Some(m), None),
         Err(e) => (None, Some(e.to_string())),
@@ -33,7 +36,8 @@ pub fn run(a: &ProbeArgs) -> anyhow::Result<Code> {
     let result = probe::run(&spec, meter, why)?;
     let json = serde_json::to_string_pretty(&result)?;
     match &a.out {
-        Some(p) => pocketbench::calibrate::write_atomic(p, json.as_bytes()).with_context(|| format!("writing {}", p.display()))?,
+        Some(p) => pocketbench::calibrate::write_atomic(p, json.as_bytes())
+            .with_context(|| format!("writing {}", p.display()))?,
         None => outln!("{json}"),
     }
     Ok(Code::Ok)
@@ -63,4 +67,35 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<Code> {
         probe::seed_of(&shape)
     );
     Ok(Code::Ok)
+}
+
+/// Test hook: `POCKETBENCH_FAULT=KIND[:CONFIG_ID]` makes the probe fail on
+/// purpose (for every configuration, or only the one named), so tests can
+/// check that a sweep survives probes that crash, hang, are killed or write
+/// garbage. KIND is `crash`, `hang`, `kill` (SIGKILL, as the OOM killer
+/// sends) or `garbage`.
+fn injected_fault(spec: &ProbeSpec, out: Option<&std::path::Path>) -> anyhow::Result<Option<Code>> {
+    let Ok(fault) = std::env::var("POCKETBENCH_FAULT") else { return Ok(None) };
+    let (kind, target) = fault.split_once(':').unwrap_or((fault.as_str(), ""));
+    if !target.is_empty() && target != spec.shape.id() {
+        return Ok(None);
+    }
+    match kind {
+        "crash" => Err(super::exit::Harness("injected fault: crash".into()).into()),
+        "hang" => loop {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        },
+        "kill" => {
+            let _ = std::process::Command::new("kill").arg("-9").arg(std::process::id().to_string()).status();
+            std::thread::sleep(std::time::Duration::from_secs(10));
+            Ok(Some(Code::Harness))
+        }
+        "garbage" => {
+            if let Some(p) = out {
+                std::fs::write(p, "{ not a result")?;
+            }
+            Ok(Some(Code::Ok))
+        }
+        other => Err(Usage(format!("POCKETBENCH_FAULT: unknown kind `{other}`")).into()),
+    }
 }

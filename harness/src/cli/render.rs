@@ -26,6 +26,15 @@ impl Reporter for StderrReporter {
                 eprintln!("  {device}: predicted; {feasible} feasible, {frontier} on the frontier")
             }
             Event::Wrote(p) => eprintln!("  wrote {}", p.display()),
+            Event::Measuring { device, config, index, total } => {
+                eprintln!("  {device}: measuring {index}/{total} {config}...")
+            }
+            Event::Measured { device, config, decode_tok_s, peak_mem_mb } => {
+                eprintln!("  {device}: {config}: {decode_tok_s:.1} tok/s decode, {peak_mem_mb:.0} MB peak (measured)")
+            }
+            Event::Resumed { device, config, path } => {
+                eprintln!("  {device}: {config}: reusing the stored measurement {}", path.display())
+            }
         }
     }
 }

@@ -50,6 +50,12 @@ pub struct RunArgs {
     /// Exit with code 1 when a budget fails.
     #[arg(long)]
     pub fail_on_budget: bool,
+    /// Append the measurement to the device profile as a calibration point.
+    #[arg(long)]
+    pub save_point: bool,
+    /// With --save-point: hold the point out of the fit (to check the fit against it).
+    #[arg(long, requires = "save_point")]
+    pub holdout: bool,
 }
 
 /// A runner for a device, or why there is none.
@@ -68,18 +74,35 @@ pub fn runner_for(device: &Device) -> anyhow::Result<Box<dyn Runner>> {
     }
 }
 
-/// Build a job after validating the settings.
-pub fn job(device: &Device, shape: pocketbench::arch::Shape, w: pocketbench::workload::Workload, m: &MeasureArgs) -> anyhow::Result<Job> {
+/// Check measurement settings before anything runs.
+pub fn validate(m: &MeasureArgs) -> anyhow::Result<()> {
     if m.reps == 0 || m.reps > pocketbench::probe::MAX_REPS {
-        return Err(Usage(format!("--reps must be between 1 and {}, got {}", pocketbench::probe::MAX_REPS, m.reps)).into());
+        return Err(
+            Usage(format!("--reps must be between 1 and {}, got {}", pocketbench::probe::MAX_REPS, m.reps)).into()
+        );
     }
+    if let Some(t) = m.threads.filter(|t| *t == 0 || *t > 1024) {
+        return Err(Usage(format!("--threads must be between 1 and 1024, got {t}")).into());
+    }
+    Ok(())
+}
+
+/// Build a job after validating the settings.
+pub fn job(
+    device: &Device,
+    shape: pocketbench::arch::Shape,
+    w: pocketbench::workload::Workload,
+    m: &MeasureArgs,
+) -> anyhow::Result<Job> {
+    validate(m)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let threads = m.threads.unwrap_or(device.profile.engine.threads.unwrap_or(cores));
-    if threads == 0 || threads > 1024 {
-        return Err(Usage(format!("--threads must be between 1 and 1024, got {threads}")).into());
-    }
     if w.context > shape.context {
-        return Err(Usage(format!("the workload needs {} positions; the configuration is built for {} (--context)", w.context, shape.context)).into());
+        return Err(Usage(format!(
+            "the workload needs {} positions; the configuration is built for {} (--context)",
+            w.context, shape.context
+        ))
+        .into());
     }
     pocketbench::probe::gguf::tensor_plan(&shape).map_err(|e| Usage(e.to_string()))?;
     let predicted = pocketbench::predict::predict(&shape, &shape.accounting(), &device.model, &w);
@@ -95,14 +118,16 @@ pub fn job(device: &Device, shape: pocketbench::arch::Shape, w: pocketbench::wor
 }
 
 /// Measure one job into a record.
-pub fn measure_one(runner: &dyn Runner, device: &Device, job: &Job, proxy: &ProxySettings) -> Result<Record, pocketbench::runner::Failure> {
+pub fn measure_one(
+    runner: &dyn Runner,
+    device: &Device,
+    job: &Job,
+    proxy: &ProxySettings,
+) -> Result<Record, pocketbench::runner::Failure> {
     let probe = runner.measure(job)?;
     let acct = job.shape.accounting();
     let cap = capability(&job.shape, &acct, proxy, None);
-    let package = std::fs::metadata(pocketbench::probe::cache_dir().join("gguf").join(format!("{}.gguf", job.shape.id())))
-        .ok()
-        .map(|m| m.len());
-    measured(&job.shape, &acct, device, probe, package, &cap)
+    measured(&job.shape, &acct, device, probe, &cap)
         .map_err(|e| pocketbench::runner::Failure::BadOutput { reason: e.to_string() })
 }
 
@@ -110,15 +135,31 @@ pub fn measure_one(runner: &dyn Runner, device: &Device, job: &Job, proxy: &Prox
 pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
-    let w = device.profile.reference_workload.overridden_by(&a.workload.spec()).resolve().map_err(pocketbench::Error::from)?;
-    let job = job(device, shape, w, &a.measure)?;
+    let w = device
+        .profile
+        .reference_workload
+        .overridden_by(&a.workload.spec())
+        .resolve()
+        .map_err(pocketbench::Error::from)?;
     let runner = runner_for(device)?;
+    let job = job(device, shape, w, &a.measure)?;
     eprintln!("measuring {} on {} ({} reps, {} threads, {w})...", shape, device.id(), job.reps, job.threads);
-    let r = measure_one(runner.as_ref(), device, &job, &ProxySettings::default()).map_err(|f| Harness(f.to_string()))?;
+    let r =
+        measure_one(runner.as_ref(), device, &job, &ProxySettings::default()).map_err(|f| Harness(f.to_string()))?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print_measured(&r)?;
+    }
+    if a.save_point {
+        let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
+        pocketbench::calibrate::append_point(device, &point).map_err(pocketbench::Error::from)?;
+        eprintln!(
+            "appended a{} calibration point to {}; run `pocketbench calibrate --device {}` to refit",
+            if a.holdout { " held-out" } else { "" },
+            device.origin,
+            device.id()
+        );
     }
     Ok(if a.fail_on_budget && !r.feasible { Code::BudgetFailed } else { Code::Ok })
 }
@@ -126,13 +167,29 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
 fn print_measured(r: &Record) -> anyhow::Result<()> {
     let m = r.measurement.as_ref().expect("measured record");
     outln!("{} on {} [{}]: measured", r.config_name, r.device, r.engine);
-    outln!("  workload      {} prompt + {} generated, {} threads, {} repetitions", r.prompt_tokens, r.gen_tokens, m.probe.threads, m.decode.n);
+    outln!(
+        "  workload      {} prompt + {} generated, {} threads, {} repetitions",
+        r.prompt_tokens,
+        r.gen_tokens,
+        m.probe.threads,
+        m.decode.n
+    );
     outln!(
         "  decode        {:>9.1} tok/s   median; MAD {:.2}, 95% CI {:.1}..{:.1}, CV {:.1}%, {} outlier(s)   {}",
-        m.decode.median, m.decode.mad, m.decode.ci95_lo, m.decode.ci95_hi, m.decode.cv * 100.0, m.decode.outliers, verdict(&r.budgets.decode)
+        m.decode.median,
+        m.decode.mad,
+        m.decode.ci95_lo,
+        m.decode.ci95_hi,
+        m.decode.cv * 100.0,
+        m.decode.outliers,
+        verdict(&r.budgets.decode)
     );
     outln!("  prefill       {:>9.1} tok/s   time to first token {:.0} ms", r.prefill_tok_s, r.ttft_ms);
-    outln!("  peak memory   {:>9.1} MB      increase over the pre-load baseline (VmHWM)   {}", r.peak_mem_increase_mb, verdict(&r.budgets.memory));
+    outln!(
+        "  peak memory   {:>9.1} MB      increase over the pre-load baseline (VmHWM)   {}",
+        r.peak_mem_increase_mb,
+        verdict(&r.budgets.memory)
+    );
     outln!("  model file    {:>9.1} MB", r.package_mb);
     outln!(
         "  bandwidth     {:>9.2} GB/s    achieved in decode = {:.1}% of {:.1} GB/s ({})",
@@ -144,7 +201,9 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
     outln!("  energy        {:>9.2} J/run   {}", r.energy_j_per_run, r.methods["energy_j_per_run"]);
     outln!(
         "  predicted     {:>9.1} tok/s decode, {:.1} MB peak ({})",
-        m.predicted.decode_tok_s, m.predicted.peak_mem_increase_mb, r.calibration
+        m.predicted.decode_tok_s,
+        m.predicted.peak_mem_increase_mb,
+        r.calibration
     );
     Ok(())
 }

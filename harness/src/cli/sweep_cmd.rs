@@ -9,10 +9,11 @@ use pocketbench::device::Devices;
 use pocketbench::event::{Event, Reporter};
 use pocketbench::pareto::Objective;
 use pocketbench::report::{self, SweepReport};
-use pocketbench::sweep::{self, Plan, PlanOptions};
+use pocketbench::sweep::{self, MeasureSettings, Plan, PlanOptions, Selection};
 use pocketbench::units::ParamCount;
 
 use super::render::StderrReporter;
+use super::run_cmd::{runner_for, MeasureArgs};
 use super::{Code, WorkloadArgs};
 
 /// Arguments of `sweep`.
@@ -23,9 +24,18 @@ pub struct SweepArgs {
     /// Devices instead of the file's, comma-separated.
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub devices: Option<Vec<String>>,
-    /// Only predict (no device is touched). Measurement arrives with the host runner.
-    #[arg(long)]
+    /// Only predict; no device is touched.
+    #[arg(long, conflicts_with = "measure")]
     pub predict_only: bool,
+    /// After predicting, measure the top K candidates per measurable device (frontier first), or `all`.
+    #[arg(long, value_name = "K|all")]
+    pub measure: Option<MeasureCount>,
+    /// Measurement settings (with --measure).
+    #[command(flatten)]
+    pub measure_args: MeasureArgs,
+    /// Extra attempts when a device becomes unavailable mid-measurement.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub retries: u32,
     /// Output directory (default: reports/<sweep name>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -62,6 +72,9 @@ pub struct ReportArgs {
 /// Run `sweep`.
 pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     // Validate everything into a plan before any work.
+    if a.measure.is_some() {
+        super::run_cmd::validate(&a.measure_args)?;
+    }
     let opts = PlanOptions {
         devices: a.devices.clone(),
         workload: a.workload.spec(),
@@ -78,9 +91,32 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
         devices: devs.len(),
         skipped: plan.skipped.clone(),
     });
-    let outcome = sweep::run(&plan, &devs, scores.as_ref(), &mut reporter);
-    let report = SweepReport::new(&plan, outcome);
+    let mut outcome = sweep::run(&plan, &devs, scores.as_ref(), &mut reporter);
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
+    if let Some(count) = a.measure {
+        let runners: Vec<_> = devs.iter().filter_map(|d| runner_for(d).ok()).collect();
+        if runners.is_empty() {
+            reporter.report(&Event::Warning(
+                "--measure: no device of this sweep can be measured here (only local devices have a runner today)"
+                    .into(),
+            ));
+        }
+        let m = &a.measure_args;
+        let settings = MeasureSettings {
+            selection: match count {
+                MeasureCount::Top(k) => Selection::Top(k),
+                MeasureCount::All => Selection::All,
+            },
+            reps: m.reps,
+            threads: m.threads,
+            timeout: std::time::Duration::from_secs(m.timeout.max(1)),
+            force: m.force,
+            retries: a.retries,
+            store: out.join("measurements"),
+        };
+        sweep::measure(&plan, &mut outcome, &devs, &runners, &settings, &mut reporter);
+    }
+    let report = SweepReport::new(&plan, outcome);
     for p in report::write_all(&out, &report, &report::standard()).context("writing the sweep report")? {
         reporter.report(&Event::Wrote(p));
     }
@@ -123,4 +159,23 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
         eprintln!("wrote {}", p.display());
     }
     Ok(Code::Ok)
+}
+
+/// `--measure K` or `--measure all`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeasureCount {
+    /// The first K candidates per device.
+    Top(usize),
+    /// Every configuration.
+    All,
+}
+
+impl std::str::FromStr for MeasureCount {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "all" => Ok(MeasureCount::All),
+            n => n.parse().map(MeasureCount::Top).map_err(|_| format!("expected a count or `all`, got `{n}`")),
+        }
+    }
 }

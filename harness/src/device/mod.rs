@@ -37,6 +37,8 @@ pub struct ModelParams {
     pub compute_efficiency: f64,
     /// Bytes.
     pub engine_overhead: f64,
+    /// Bytes held per embedding parameter beyond the quantized table.
+    pub embedding_extra: f64,
     /// Watts.
     pub active_power: f64,
 }
@@ -50,6 +52,7 @@ impl ModelParams {
             FreeParam::TokenCost => self.token_cost,
             FreeParam::ComputeEfficiency => self.compute_efficiency,
             FreeParam::EngineOverhead => self.engine_overhead,
+            FreeParam::EmbeddingExtra => self.embedding_extra,
             FreeParam::ActivePower => self.active_power,
         }
     }
@@ -62,6 +65,7 @@ impl ModelParams {
             FreeParam::TokenCost => self.token_cost = v,
             FreeParam::ComputeEfficiency => self.compute_efficiency = v,
             FreeParam::EngineOverhead => self.engine_overhead = v,
+            FreeParam::EmbeddingExtra => self.embedding_extra = v,
             FreeParam::ActivePower => self.active_power = v,
         }
     }
@@ -149,6 +153,8 @@ pub struct CalPoint {
     pub energy_j: Option<f64>,
     /// Source text.
     pub source: String,
+    /// Held out of the fit.
+    pub holdout: bool,
 }
 
 /// A validated device profile.
@@ -212,6 +218,7 @@ impl Device {
             token_cost: m.token_cost.value.0,
             compute_efficiency: m.compute_efficiency.value.0,
             engine_overhead: m.engine_overhead.value.0,
+            embedding_extra: m.embedding_extra.as_ref().map_or(0.0, |f| f.value.0),
             active_power: m.active_power.value.0,
         };
         for (key, v) in [
@@ -226,6 +233,7 @@ impl Device {
             ("model.layer-cost", params.layer_cost),
             ("model.token-cost", params.token_cost),
             ("model.engine-overhead", params.engine_overhead),
+            ("model.embedding-extra", params.embedding_extra),
             ("model.active-power", params.active_power),
         ] {
             if v < 0.0 {
@@ -260,7 +268,7 @@ impl Device {
             let point = CalPoint {
                 index: i,
                 shape,
-                label: point_label(&pt.model),
+                label: point_label(&pt.model, &shape),
                 workload,
                 decode_tok_s: pt.decode.map(|v| v.0),
                 prefill_tok_s: pt.prefill.map(|v| v.0),
@@ -268,6 +276,7 @@ impl Device {
                 package: pt.package.map(|v| v.0),
                 energy_j: pt.energy.map(|v| v.0),
                 source: pt.source.clone(),
+                holdout: pt.holdout,
             };
             let values = [point.decode_tok_s, point.prefill_tok_s, point.peak_memory, point.package, point.energy_j];
             if values.iter().all(Option::is_none) {
@@ -314,7 +323,7 @@ fn positive(v: f64, _key: &str) -> Result<(), String> {
     }
 }
 
-fn point_label(spec: &crate::arch::ShapeSpec) -> String {
+fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
     let mut overrides = Vec::new();
     let s = serde_json::to_value(spec).unwrap_or_default();
     if let Some(map) = s.as_object() {
@@ -327,7 +336,7 @@ fn point_label(spec: &crate::arch::ShapeSpec) -> String {
     match (&spec.preset, overrides.is_empty()) {
         (Some(p), true) => p.clone(),
         (Some(p), false) => format!("{p} ({})", overrides.join(", ")),
-        (None, _) => overrides.join(", "),
+        (None, _) => shape.to_string(),
     }
 }
 

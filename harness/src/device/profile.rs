@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::arch::ShapeSpec;
-use crate::units::{Bandwidth, ByteSize, Charge, Compute, Duration, Energy, Fraction, Power, TokRate, Voltage};
+use crate::units::{
+    Bandwidth, ByteSize, BytesPerParam, Charge, Compute, Duration, Energy, Fraction, Power, TokRate, Voltage,
+};
 use crate::workload::WorkloadSpec;
 
 /// A whole profile file.
@@ -178,6 +180,10 @@ pub struct ModelToml {
     pub engine_overhead: Fact<ByteSize>,
     /// Average device power while running inference.
     pub active_power: Fact<Power>,
+    /// Bytes the engine holds per embedding parameter beyond the quantized
+    /// table (default 0; candle keeps an f32 copy).
+    #[serde(default)]
+    pub embedding_extra: Option<Fact<BytesPerParam>>,
     /// Parameters `calibrate` fits; the others stay at their priors.
     #[serde(default)]
     pub fit: Vec<FreeParam>,
@@ -202,6 +208,8 @@ pub enum FreeParam {
     EngineOverhead,
     /// See [`ModelToml::active_power`].
     ActivePower,
+    /// See [`ModelToml::embedding_extra`].
+    EmbeddingExtra,
 }
 
 impl FreeParam {
@@ -214,6 +222,7 @@ impl FreeParam {
             FreeParam::ComputeEfficiency => "compute-efficiency",
             FreeParam::EngineOverhead => "engine-overhead",
             FreeParam::ActivePower => "active-power",
+            FreeParam::EmbeddingExtra => "embedding-extra",
         }
     }
 }
@@ -244,4 +253,7 @@ pub struct PointToml {
     pub energy: Option<Energy>,
     /// Where the figures come from.
     pub source: String,
+    /// Held out: reported against the fit, never fitted to.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub holdout: bool,
 }

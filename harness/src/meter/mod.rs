@@ -100,5 +100,6 @@ fn read_trimmed(path: &Path) -> Result<String, MeterError> {
 
 fn read_number(path: &Path) -> Result<f64, MeterError> {
     let s = read_trimmed(path)?;
-    s.parse::<f64>().map_err(|_| MeterError::Read { path: path.display().to_string(), message: format!("`{s}` is not a number") })
+    s.parse::<f64>()
+        .map_err(|_| MeterError::Read { path: path.display().to_string(), message: format!("`{s}` is not a number") })
 }

@@ -78,12 +78,9 @@ impl Sampler {
     pub fn stop(mut self) -> Result<EnergyReading, MeterError> {
         self.stop.store(true, Ordering::Relaxed);
         let seconds = self.started.elapsed().as_secs_f64();
-        let (joules, samples) = self
-            .handle
-            .take()
-            .ok_or(MeterError::NotStarted)?
-            .join()
-            .map_err(|_| MeterError::Read { path: self.method.clone(), message: "sampling thread panicked".into() })??;
+        let (joules, samples) = self.handle.take().ok_or(MeterError::NotStarted)?.join().map_err(|_| {
+            MeterError::Read { path: self.method.clone(), message: "sampling thread panicked".into() }
+        })??;
         Ok(EnergyReading { joules, seconds, samples, method: self.method.clone() })
     }
 }

@@ -121,14 +121,15 @@ pub struct TensorPlan {
 }
 
 impl TensorPlan {
-    fn elems(&self) -> usize {
+    /// Number of elements.
+    pub fn elems(&self) -> usize {
         self.dims.iter().product()
     }
     fn bytes(&self) -> u64 {
         (self.elems() / self.dtype.block_size() * self.dtype.type_size()) as u64
     }
     /// Norm weights (1-D) are ones; matrices are random.
-    fn is_norm(&self) -> bool {
+    pub fn is_norm(&self) -> bool {
         self.dims.len() == 1
     }
 }
@@ -141,8 +142,14 @@ pub fn tensor_plan(s: &Shape) -> Result<Vec<TensorPlan>, GgufError> {
         ));
     }
     let q = ggml_dtype(s.quant)?;
-    let (d, h, k, dh, f, v) =
-        (s.hidden as usize, s.heads as usize, s.kv_heads as usize, s.head_dim as usize, s.ffn as usize, s.vocab as usize);
+    let (d, h, k, dh, f, v) = (
+        s.hidden as usize,
+        s.heads as usize,
+        s.kv_heads as usize,
+        s.head_dim as usize,
+        s.ffn as usize,
+        s.vocab as usize,
+    );
     for (what, cols) in [("hidden", d), ("heads x head-dim", h * dh), ("ffn", f)] {
         if cols % q.block_size() != 0 {
             return Err(GgufError::Unsupported(format!(
@@ -294,10 +301,37 @@ fn pad<W: Write + Seek>(w: &mut W) -> std::io::Result<()> {
     w.write_all(&vec![0u8; n as usize])
 }
 
+/// The random stream of one tensor: seeded by the model seed and the tensor's name.
+fn stream(t: &TensorPlan, seed: u64) -> (StdRng, Normal<f32>) {
+    let rng = StdRng::seed_from_u64(seed ^ crate::fnv1a(t.name.as_bytes()));
+    (rng, Normal::new(0.0f32, INIT_STD).expect("a positive standard deviation"))
+}
+
+/// A whole tensor's f32 values at once, the same values [`generate`] streams
+/// (for tests and small shapes: this holds the whole tensor in memory).
+pub fn f32_values(t: &TensorPlan, seed: u64) -> Vec<f32> {
+    if t.is_norm() {
+        return vec![1.0; t.elems()];
+    }
+    let (mut rng, normal) = stream(t, seed);
+    (0..t.elems()).map(|_| normal.sample(&mut rng)).collect()
+}
+
 /// Seeded random values of one tensor, generated and quantized chunk by
 /// chunk (whole rows, so block boundaries are respected); `sink` receives
 /// the stored bytes in order.
-pub fn generate(t: &TensorPlan, seed: u64, mut sink: impl FnMut(&[u8]) -> std::io::Result<()>) -> Result<(), GgufError> {
+pub fn generate(t: &TensorPlan, seed: u64, sink: impl FnMut(&[u8]) -> std::io::Result<()>) -> Result<(), GgufError> {
+    generate_chunked(t, seed, CHUNK_ELEMS, sink)
+}
+
+/// [`generate`] with a chosen chunk size (elements), so tests can check that
+/// chunking does not change a byte.
+pub fn generate_chunked(
+    t: &TensorPlan,
+    seed: u64,
+    chunk_elems: usize,
+    mut sink: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(), GgufError> {
     let cerr = |source| GgufError::Candle { tensor: t.name.clone(), source };
     let ioerr = |source| GgufError::Io { path: PathBuf::from(&t.name), source };
     if t.is_norm() {
@@ -305,9 +339,8 @@ pub fn generate(t: &TensorPlan, seed: u64, mut sink: impl FnMut(&[u8]) -> std::i
         return sink(&ones).map_err(ioerr);
     }
     let (rows, cols) = (t.dims[0], t.dims[1]);
-    let mut rng = StdRng::seed_from_u64(seed ^ crate::fnv1a(t.name.as_bytes()));
-    let normal = Normal::new(0.0f32, INIT_STD).map_err(|e| GgufError::Unsupported(e.to_string()))?;
-    let rows_per_chunk = (CHUNK_ELEMS / cols).max(1);
+    let (mut rng, normal) = stream(t, seed);
+    let rows_per_chunk = (chunk_elems / cols).max(1);
     let mut r = 0;
     while r < rows {
         let n = rows_per_chunk.min(rows - r);

@@ -88,6 +88,8 @@ pub struct ProbeResult {
     pub peak_hwm_bytes: u64,
     /// peak − baseline: the reference study's "peak memory increase".
     pub peak_increase_bytes: u64,
+    /// Size of the model file run (stat), bytes.
+    pub model_file_bytes: u64,
     /// Why energy was not measured, when it was not.
     pub energy_not_measured: Option<String>,
     /// The machine.
@@ -159,18 +161,15 @@ pub fn run(
     let tokens = prompt(spec, spec.workload.prompt);
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
 
-    // Warm-up: one short run so first-touch page faults and lazy
-    // initialisation are not timed.
+    // Load once, as an app does, then warm up with one short run so
+    // first-touch page faults and lazy initialisation are not timed.
+    let t = Instant::now();
+    let mut m = engine::CandleModel::load(&spec.model)?;
+    let first_load_s = t.elapsed().as_secs_f64();
     let warm_tokens = &tokens[..tokens.len().min(16)];
-    {
-        let mut m = engine::CandleModel::load(&spec.model)?;
-        run_once(&mut m, warm_tokens, spec.workload.gen.min(4))?;
-    }
+    run_once(&mut m, warm_tokens, spec.workload.gen.min(4))?;
     let mut reps = Vec::with_capacity(spec.reps as usize);
     for _ in 0..spec.reps {
-        let t = Instant::now();
-        let mut m = engine::CandleModel::load(&spec.model)?;
-        let load_s = t.elapsed().as_secs_f64();
         if let Some(meter) = energy.as_mut() {
             meter.start().map_err(|e| ProbeError::Spec(e.to_string()))?;
         }
@@ -180,7 +179,7 @@ pub fn run(
             None => None,
         };
         reps.push(Rep {
-            load_s,
+            load_s: first_load_s,
             prefill_s,
             ttft_s,
             decode_s,
@@ -189,18 +188,32 @@ pub fn run(
             energy: reading,
         });
     }
+    // The peak is read before any reload: reloading in one process would
+    // measure the allocator's reuse of freed memory, not the model.
     let peak = MemoryStatus::current().map_or(0, |m| m.vm_hwm);
+    drop(m);
+    // Load time of the other repetitions: reload and time (page cache warm,
+    // as for an app that was started before).
+    for rep in reps.iter_mut().skip(1) {
+        let t = Instant::now();
+        let m = engine::CandleModel::load(&spec.model)?;
+        rep.load_s = t.elapsed().as_secs_f64();
+        drop(m);
+    }
     let energy_method = match (&energy, &energy_not_measured) {
         (Some(m), _) => m.name(),
         (None, Some(why)) => format!("not measured: {why}"),
         (None, None) => "not measured".into(),
     };
     let methods = [
-        ("load_s", "timer (std::time::Instant) around reading the GGUF and building the model"),
+        ("load_s", "timer (std::time::Instant) around reading the GGUF and building the model; repetitions after the first reload after the peak was read"),
         ("prefill_s", "timer around one forward pass over the whole prompt"),
         ("ttft_s", "timer from the start of prefill to the greedy first token"),
         ("decode_s", "timer around `gen` single-token forward passes with the KV cache, argmax included"),
-        ("peak_increase_bytes", "VmHWM at the end minus VmRSS before the first load (/proc/self/status), fresh process"),
+        (
+            "peak_increase_bytes",
+            "VmHWM at the end minus VmRSS before the first load (/proc/self/status), fresh process",
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -217,6 +230,7 @@ pub fn run(
         baseline_rss_bytes: baseline,
         peak_hwm_bytes: peak,
         peak_increase_bytes: peak.saturating_sub(baseline),
+        model_file_bytes: std::fs::metadata(&spec.model).map_or(0, |m| m.len()),
         energy_not_measured: if energy.is_none() { energy_not_measured.or(Some("no meter".into())) } else { None },
         host: HostFacts::collect(),
         build: BuildInfo::current(),

@@ -71,6 +71,19 @@ impl Exporter for SummaryMarkdown {
             let _ = writeln!(s, "Dropped while expanding: {}.\n", skipped.join("; "));
         }
         let _ = writeln!(s, "{}\n", provenance_note(report));
+        if !report.outcome.failures.is_empty() {
+            let _ = writeln!(s, "## Failed measurements\n");
+            let _ = writeln!(s, "| device | config | id | attempts | reason |");
+            let _ = writeln!(s, "|---|---|---|---:|---|");
+            for f in &report.outcome.failures {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | `{}` | {} | {} |",
+                    f.device, f.config_name, f.config_id, f.attempts, f.failure
+                );
+            }
+            s.push('\n');
+        }
         for d in &report.outcome.devices {
             let _ = writeln!(s, "## {} (`{}`, {})\n", d.name, d.device, d.engine);
             let _ = writeln!(s, "Calibration: {}.\n", d.calibration);
@@ -106,12 +119,15 @@ impl Exporter for SummaryMarkdown {
             if rows.is_empty() {
                 continue;
             }
-            let _ = writeln!(s, "| config | id | params | capability | decode tok/s | TTFT ms | peak MB | J/run |");
-            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|");
+            let _ = writeln!(
+                s,
+                "| config | id | params | capability | decode tok/s | TTFT ms | peak MB | J/run | figures |"
+            );
+            let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---|");
             for r in rows.iter().take(MAX_ROWS) {
                 let _ = writeln!(
                     s,
-                    "| {} | `{}` | {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.2} |",
+                    "| {} | `{}` | {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.2} | {} |",
                     r.config_name,
                     r.config_id,
                     ParamCount(r.params_total as f64),
@@ -119,7 +135,11 @@ impl Exporter for SummaryMarkdown {
                     r.decode_tok_s,
                     r.ttft_ms,
                     r.peak_mem_increase_mb,
-                    r.energy_j_per_run
+                    r.energy_j_per_run,
+                    match r.provenance {
+                        Provenance::Predicted => "predicted",
+                        Provenance::Measured => "measured (energy: see results.json)",
+                    }
                 );
             }
             if rows.len() > MAX_ROWS {

@@ -88,20 +88,22 @@ impl Runner for HostRunner {
             .stderr(stderr)
             .spawn()
             .map_err(|e| Failure::Unavailable { reason: format!("cannot start {}: {e}", self.exe.display()) })?;
-        let status = match child.wait_timeout(job.timeout).map_err(|e| Failure::Unavailable { reason: e.to_string() })? {
-            Some(s) => s,
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Failure::Timeout { seconds: job.timeout.as_secs_f64() });
-            }
-        };
+        let status =
+            match child.wait_timeout(job.timeout).map_err(|e| Failure::Unavailable { reason: e.to_string() })? {
+                Some(s) => s,
+                None => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Failure::Timeout { seconds: job.timeout.as_secs_f64() });
+                }
+            };
         if !status.success() {
             #[cfg(unix)]
             {
                 use std::os::unix::process::ExitStatusExt;
                 if let Some(signal) = status.signal() {
-                    let hint = if signal == 9 { ", probably by the out-of-memory killer".to_string() } else { String::new() };
+                    let hint =
+                        if signal == 9 { ", probably by the out-of-memory killer".to_string() } else { String::new() };
                     return Err(Failure::Killed { signal, hint });
                 }
             }

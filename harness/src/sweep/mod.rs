@@ -3,11 +3,13 @@
 //! a Pareto frontier (the outcome).
 
 mod axis;
+mod measure;
 mod plan;
 mod run;
 mod spec;
 
 pub use axis::{Axis, AxisValue};
+pub use measure::{measure, store_path, FailedMeasurement, MeasureSettings, Selection};
 pub use plan::{Plan, PlanOptions};
 pub use run::{run, DeviceSummary, Outcome};
 pub use spec::*;

@@ -48,6 +48,9 @@ pub struct Outcome {
     pub devices: Vec<DeviceSummary>,
     /// One record per configuration x device, device-major.
     pub results: Vec<Record>,
+    /// Measurements that produced no result.
+    #[serde(default)]
+    pub failures: Vec<super::measure::FailedMeasurement>,
 }
 
 /// Predict `plan` on `devices` (already resolved from `plan.devices`).
@@ -75,7 +78,7 @@ pub fn run(plan: &Plan, devices: &[&Device], scores: Option<&Scores>, reporter: 
         summaries.push(summary);
         results.extend(recs);
     }
-    Outcome { devices: summaries, results }
+    Outcome { devices: summaries, results, failures: Vec::new() }
 }
 
 /// Normalised "more is better" coordinates of a record (see [`crate::pareto`]).
@@ -92,11 +95,15 @@ fn coords(r: &Record, objectives: &[Objective], worst_energy: f64) -> Vec<f64> {
         .collect()
 }
 
-fn mark_frontier(recs: &mut [Record], device: &Device, objectives: &[Objective]) -> DeviceSummary {
+/// Mark the frontier among `recs` (one device's records) and summarise.
+pub(crate) fn mark_frontier(recs: &mut [Record], device: &Device, objectives: &[Objective]) -> DeviceSummary {
     let feasible: Vec<usize> = (0..recs.len()).filter(|i| recs[*i].feasible).collect();
     let worst_energy = feasible.iter().map(|i| recs[*i].energy_j_per_run).fold(0.0, f64::max) * 1.0001;
     let pts: Vec<Vec<f64>> = feasible.iter().map(|i| coords(&recs[*i], objectives, worst_energy)).collect();
     let on = frontier(&pts);
+    for r in recs.iter_mut() {
+        r.on_frontier = false;
+    }
     for (k, i) in feasible.iter().enumerate() {
         recs[*i].on_frontier = on[k];
     }

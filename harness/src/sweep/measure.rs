@@ -1,0 +1,227 @@
+//! Measuring the promising configurations of a predicted sweep on every
+//! device that has a runner, with results saved as data first: each
+//! measurement is written to the store directory the moment it finishes, and
+//! a rerun loads it instead of measuring again, so a killed sweep resumes
+//! without redoing or losing finished work.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::run::mark_frontier;
+use super::{Outcome, Plan};
+use crate::device::Device;
+use crate::event::{Event, Reporter};
+use crate::record::{measured, Record};
+use crate::runner::{Failure, Job, Runner};
+
+/// How many configurations to measure per device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// The first K candidates: frontier first (highest capability first), then
+    /// the other feasible configurations, then the rest.
+    Top(usize),
+    /// Every configuration.
+    All,
+}
+
+/// Settings for measurement.
+#[derive(Debug, Clone)]
+pub struct MeasureSettings {
+    /// Which configurations.
+    pub selection: Selection,
+    /// Repetitions per configuration.
+    pub reps: u32,
+    /// Threads; `None` = the device profile's, else all cores.
+    pub threads: Option<u32>,
+    /// Per-configuration timeout.
+    pub timeout: std::time::Duration,
+    /// Run configurations predicted not to fit.
+    pub force: bool,
+    /// Extra attempts after a device-unavailable failure.
+    pub retries: u32,
+    /// Where finished measurements are stored.
+    pub store: PathBuf,
+}
+
+/// A measurement that produced no result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedMeasurement {
+    /// Configuration id.
+    pub config_id: String,
+    /// Shape name.
+    pub config_name: String,
+    /// Device id.
+    pub device: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Why.
+    pub failure: Failure,
+}
+
+/// Candidates of one device, in measuring order.
+fn candidates(recs: &[&Record], sel: Selection) -> Vec<String> {
+    let mut v: Vec<&&Record> = recs.iter().collect();
+    let rank = |r: &Record| {
+        if r.on_frontier {
+            0
+        } else if r.feasible {
+            1
+        } else {
+            2
+        }
+    };
+    v.sort_by(|a, b| {
+        rank(a).cmp(&rank(b)).then(b.capability.total_cmp(&a.capability)).then(a.config_id.cmp(&b.config_id))
+    });
+    let n = match sel {
+        Selection::Top(k) => k.min(v.len()),
+        Selection::All => v.len(),
+    };
+    v[..n].iter().map(|r| r.config_id.clone()).collect()
+}
+
+/// The file a measurement is stored in: everything that changes the result is in the name.
+pub fn store_path(store: &Path, device: &str, job: &Job) -> PathBuf {
+    store.join(device).join(format!(
+        "{}-p{}-g{}-r{}-t{}.json",
+        job.shape.id(),
+        job.workload.prompt,
+        job.workload.gen,
+        job.reps,
+        job.threads
+    ))
+}
+
+/// Measure candidates on every device that has a runner, replace their
+/// predicted records with measured ones, and recompute each device's frontier.
+pub fn measure(
+    plan: &Plan,
+    outcome: &mut Outcome,
+    devices: &[&Device],
+    runners: &[Box<dyn Runner>],
+    settings: &MeasureSettings,
+    reporter: &mut dyn Reporter,
+) {
+    for runner in runners {
+        let Some(device) = devices.iter().find(|d| d.id() == runner.device()) else { continue };
+        let recs: Vec<&Record> = outcome.results.iter().filter(|r| r.device == device.id()).collect();
+        let ids = candidates(&recs, settings.selection);
+        let total = ids.len();
+        for (i, id) in ids.iter().enumerate() {
+            let Some((shape, acct)) = plan.shapes.iter().find(|(s, _)| s.id() == *id) else { continue };
+            let predicted = crate::predict::predict(shape, acct, &device.model, &plan.workload);
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            let job = Job {
+                shape: *shape,
+                workload: plan.workload,
+                reps: settings.reps,
+                threads: settings.threads.or(device.profile.engine.threads).unwrap_or(cores),
+                timeout: settings.timeout,
+                predicted_peak_bytes: predicted.peak_mem_bytes,
+                force: settings.force,
+            };
+            let path = store_path(&settings.store, device.id(), &job);
+            reporter.report(&Event::Measuring {
+                device: device.id().into(),
+                config: shape.to_string(),
+                index: i + 1,
+                total,
+            });
+            let record = match load_stored(&path) {
+                Some(r) => {
+                    reporter.report(&Event::Resumed {
+                        device: device.id().into(),
+                        config: shape.to_string(),
+                        path: path.clone(),
+                    });
+                    Ok(r)
+                }
+                None => measure_with_retries(runner.as_ref(), &job, settings.retries).and_then(|(probe, _)| {
+                    let cap = recs_capability(outcome, device.id(), id);
+                    let rec = measured(shape, acct, device, probe, &cap)
+                        .map_err(|e| (Failure::BadOutput { reason: e.to_string() }, 1))?;
+                    save(&path, &rec).map_err(|e| {
+                        (Failure::BadOutput { reason: format!("cannot store {}: {e}", path.display()) }, 1)
+                    })?;
+                    Ok(rec)
+                }),
+            };
+            match record {
+                Ok(rec) => {
+                    reporter.report(&Event::Measured {
+                        device: device.id().into(),
+                        config: shape.to_string(),
+                        decode_tok_s: rec.decode_tok_s,
+                        peak_mem_mb: rec.peak_mem_increase_mb,
+                    });
+                    if let Some(slot) =
+                        outcome.results.iter_mut().find(|r| r.device == device.id() && r.config_id == *id)
+                    {
+                        *slot = rec;
+                    }
+                }
+                Err((failure, attempts)) => {
+                    reporter.report(&Event::Warning(format!("{} on {}: {failure}", shape, device.id())));
+                    outcome.failures.push(FailedMeasurement {
+                        config_id: id.clone(),
+                        config_name: shape.to_string(),
+                        device: device.id().into(),
+                        attempts,
+                        failure,
+                    });
+                }
+            }
+        }
+        // Measured values can move configurations on or off the frontier.
+        let mut recs: Vec<Record> = outcome.results.iter().filter(|r| r.device == device.id()).cloned().collect();
+        let summary = mark_frontier(&mut recs, device, &plan.objectives);
+        let mut it = recs.into_iter();
+        for r in outcome.results.iter_mut().filter(|r| r.device == device.id()) {
+            if let Some(new) = it.next() {
+                *r = new;
+            }
+        }
+        if let Some(s) = outcome.devices.iter_mut().find(|s| s.device == device.id()) {
+            *s = summary;
+        }
+    }
+}
+
+fn recs_capability(outcome: &Outcome, device: &str, id: &str) -> crate::capability::Capability {
+    outcome
+        .results
+        .iter()
+        .find(|r| r.device == device && r.config_id == id)
+        .map(|r| crate::capability::Capability { score: r.capability, source: r.capability_source.clone() })
+        .unwrap_or(crate::capability::Capability { score: 0.0, source: "unknown".into() })
+}
+
+fn measure_with_retries(
+    runner: &dyn Runner,
+    job: &Job,
+    retries: u32,
+) -> Result<(crate::probe::ProbeResult, u32), (Failure, u32)> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match runner.measure(job) {
+            Ok(p) => return Ok((p, attempt)),
+            // Only a device that went away is worth another try; a crash or timeout would repeat.
+            Err(Failure::Unavailable { .. }) if attempt <= retries => continue,
+            Err(f) => return Err((f, attempt)),
+        }
+    }
+}
+
+fn load_stored(path: &Path) -> Option<Record> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+fn save(path: &Path, rec: &Record) -> std::io::Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let json = serde_json::to_string_pretty(rec).map_err(std::io::Error::other)?;
+    crate::calibrate::write_atomic(path, json.as_bytes())
+}

@@ -1,0 +1,173 @@
+//! Measuring through the command line: `run`, and `sweep --measure` with
+//! failing probes, stored results and resume.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+const TINY: &[&str] = &[
+    "--hidden",
+    "128",
+    "--layers",
+    "2",
+    "--head-dim",
+    "32",
+    "--kv-heads",
+    "2",
+    "--ffn",
+    "256",
+    "--vocab",
+    "512",
+    "--context",
+    "256",
+];
+
+fn pb(cache: &Path) -> Command {
+    let mut c = Command::cargo_bin("pocketbench").unwrap();
+    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()).env("POCKETBENCH_CACHE", cache);
+    c
+}
+
+fn sweep_file(dir: &Path) -> PathBuf {
+    let f = dir.join("tiny.toml");
+    std::fs::write(
+        &f,
+        "[sweep]\nname = \"tiny\"\ndevices = [\"host\", \"oneplus-13\"]\n[workload]\nprompt = 16\ngen = 8\n\
+         [space]\nlayers = [1, 2]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\ncontext = 256\n",
+    )
+    .unwrap();
+    f
+}
+
+#[test]
+fn run_reports_a_measured_record() {
+    let d = tempfile::tempdir().unwrap();
+    let out = pb(d.path())
+        .arg("run")
+        .args(TINY)
+        .args(["--device", "host", "--prompt", "16", "--gen", "8", "--reps", "3", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["provenance"], "measured");
+    assert_eq!(v["device"], "host");
+    assert!(v["engine"].as_str().unwrap().starts_with("candle"));
+    assert!(v["methods"]["decode_tok_s"].as_str().unwrap().starts_with("measured: timer, median of 3"));
+    assert!(v["methods"]["energy_j_per_run"].as_str().unwrap().starts_with("not measured"));
+    let m = &v["measurement"];
+    assert_eq!(m["probe"]["reps"].as_array().unwrap().len(), 3);
+    assert_eq!(m["decode"]["n"], 3);
+    assert!(m["bandwidth_efficiency"].as_f64().unwrap() > 0.0);
+    assert!(m["predicted"]["decode_tok_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["decode_tok_s"], m["decode"]["median"]);
+}
+
+#[test]
+fn run_refuses_bad_settings_and_unreachable_devices() {
+    let d = tempfile::tempdir().unwrap();
+    pb(d.path())
+        .arg("run")
+        .args(TINY)
+        .args(["--device", "host", "--reps", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--reps must be between 1"));
+    pb(d.path())
+        .arg("run")
+        .args(TINY)
+        .args(["--device", "host", "--prompt", "300"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("the workload needs 428 positions; the configuration is built for 256"));
+    pb(d.path())
+        .arg("run")
+        .args(TINY)
+        .args(["--device", "oneplus-13"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("that runner is not built yet"));
+}
+
+#[test]
+fn a_failing_probe_is_recorded_and_the_sweep_goes_on_then_resumes() {
+    let d = tempfile::tempdir().unwrap();
+    let f = sweep_file(d.path());
+    let out = d.path().join("out");
+    // The 1-layer configuration's id, to fail only that one.
+    let mut one: Vec<&str> = TINY.to_vec();
+    let at = one.iter().position(|a| *a == "--layers").unwrap();
+    one[at + 1] = "1";
+    let arch = pb(d.path()).arg("arch").args(&one).arg("--json").output().unwrap();
+    let one_layer: serde_json::Value = serde_json::from_slice(&arch.stdout).unwrap();
+    let id = one_layer["config_id"].as_str().unwrap().to_string();
+
+    pb(d.path())
+        .env("POCKETBENCH_FAULT", format!("crash:{id}"))
+        .args(["sweep"])
+        .arg(&f)
+        .args(["--measure", "all", "--reps", "2", "--out"])
+        .arg(&out)
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("probe failed (exit 3): error: injected fault: crash"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let failures = v["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0]["config_id"], id.as_str());
+    assert_eq!(failures[0]["failure"]["kind"], "crashed");
+    let host: Vec<&serde_json::Value> =
+        v["results"].as_array().unwrap().iter().filter(|r| r["device"] == "host").collect();
+    assert_eq!(host.iter().filter(|r| r["provenance"] == "measured").count(), 1);
+    // The phone has no runner here: its records stay predicted.
+    assert!(v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["device"] == "oneplus-13")
+        .all(|r| r["provenance"] == "predicted"));
+    assert!(std::fs::read_to_string(out.join("summary.md")).unwrap().contains("## Failed measurements"));
+
+    // Tamper with the stored measurement: a resumed sweep must reuse it, not measure again.
+    let stored: Vec<PathBuf> =
+        std::fs::read_dir(out.join("measurements/host")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(stored.len(), 1);
+    let mut rec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stored[0]).unwrap()).unwrap();
+    rec["decode_tok_s"] = serde_json::json!(12345.0);
+    std::fs::write(&stored[0], rec.to_string()).unwrap();
+
+    pb(d.path()).args(["sweep"]).arg(&f).args(["--measure", "all", "--reps", "2", "--out"]).arg(&out).assert().code(0);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let host: Vec<&serde_json::Value> =
+        v["results"].as_array().unwrap().iter().filter(|r| r["device"] == "host").collect();
+    assert!(host.iter().all(|r| r["provenance"] == "measured"), "the failed one is measured now");
+    assert!(host.iter().any(|r| r["decode_tok_s"] == 12345.0), "the stored one was reused");
+    assert!(v["failures"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn hung_and_killed_probes_do_not_take_the_sweep_down() {
+    let d = tempfile::tempdir().unwrap();
+    let f = sweep_file(d.path());
+    for (fault, kind) in [("hang", "timeout"), ("kill", "killed")] {
+        let out = d.path().join(fault);
+        pb(d.path())
+            .env("POCKETBENCH_FAULT", fault)
+            .args(["sweep"])
+            .arg(&f)
+            .args(["--measure", "1", "--reps", "2", "--timeout", "2", "--out"])
+            .arg(&out)
+            .assert()
+            .code(0);
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+        assert_eq!(v["failures"][0]["failure"]["kind"], kind, "{fault}");
+        assert!(
+            !out.join("measurements/host").exists()
+                || std::fs::read_dir(out.join("measurements/host")).unwrap().count() == 0
+        );
+    }
+}

@@ -1,0 +1,122 @@
+//! The host runner against shims that misbehave the ways real probes do, and
+//! the real probe on a tiny configuration.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pocketbench::arch::ShapeSpec;
+use pocketbench::runner::{Failure, HostRunner, Job, Runner};
+use pocketbench::workload::Workload;
+
+fn job(timeout: Duration) -> Job {
+    let shape = ShapeSpec {
+        hidden: Some(128),
+        layers: Some(2),
+        head_dim: Some(32),
+        kv_heads: Some(2),
+        ffn: Some(256),
+        vocab: Some(512),
+        context: Some(256),
+        ..Default::default()
+    }
+    .resolve()
+    .unwrap();
+    Job {
+        shape,
+        workload: Workload::new(16, 8, None).unwrap(),
+        reps: 2,
+        threads: 1,
+        timeout,
+        predicted_peak_bytes: 1e6,
+        force: false,
+    }
+}
+
+fn shim(dir: &Path, body: &str) -> PathBuf {
+    let p = dir.join("shim.sh");
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn runner(dir: &Path, exe: PathBuf) -> HostRunner {
+    HostRunner { device: "host".into(), exe, cache: dir.join("cache"), available_bytes: 1 << 30 }
+}
+
+#[test]
+fn a_crash_is_a_failure_with_its_stderr() {
+    let d = tempfile::tempdir().unwrap();
+    let r = runner(d.path(), shim(d.path(), "echo 'thread main panicked: boom' >&2; exit 3"));
+    match r.measure(&job(Duration::from_secs(20))) {
+        Err(Failure::Crashed { code: 3, stderr }) => assert!(stderr.contains("boom"), "{stderr}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_hang_is_killed_at_the_timeout() {
+    let d = tempfile::tempdir().unwrap();
+    let r = runner(d.path(), shim(d.path(), "sleep 30"));
+    let t = std::time::Instant::now();
+    assert_eq!(r.measure(&job(Duration::from_secs(1))), Err(Failure::Timeout { seconds: 1.0 }));
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn sigkill_is_reported_as_probably_out_of_memory() {
+    let d = tempfile::tempdir().unwrap();
+    let r = runner(d.path(), shim(d.path(), "kill -9 $$"));
+    match r.measure(&job(Duration::from_secs(20))) {
+        Err(Failure::Killed { signal: 9, hint }) => assert!(hint.contains("out-of-memory")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn garbage_output_is_not_a_result() {
+    let d = tempfile::tempdir().unwrap();
+    // Arguments are: probe --spec SPEC --out OUT.
+    let r = runner(d.path(), shim(d.path(), "echo 'half a json {' > \"$5\""));
+    assert!(matches!(r.measure(&job(Duration::from_secs(20))), Err(Failure::BadOutput { .. })));
+}
+
+#[test]
+fn a_configuration_predicted_not_to_fit_is_refused_unless_forced() {
+    let d = tempfile::tempdir().unwrap();
+    let r = runner(d.path(), shim(d.path(), "exit 0"));
+    let mut j = job(Duration::from_secs(20));
+    j.predicted_peak_bytes = 4e9;
+    match r.measure(&j) {
+        Err(Failure::Refused { reason }) => assert!(reason.contains("--force"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    j.force = true;
+    // Forced, it runs (and this shim writes no result).
+    assert!(matches!(r.measure(&j), Err(Failure::BadOutput { .. })));
+}
+
+#[test]
+fn the_real_probe_measures_a_tiny_model() {
+    let d = tempfile::tempdir().unwrap();
+    let r = runner(d.path(), PathBuf::from(env!("CARGO_BIN_EXE_pocketbench")));
+    let j = job(Duration::from_secs(120));
+    let p = r.measure(&j).unwrap();
+    assert_eq!(p.reps.len(), 2);
+    assert_eq!(p.config_id, j.shape.id());
+    assert_eq!(p.engine, "candle");
+    assert!(p
+        .reps
+        .iter()
+        .all(|x| x.decode_tok_s > 0.0 && x.prefill_s > 0.0 && x.ttft_s >= x.prefill_s && x.load_s > 0.0));
+    assert!(p.peak_hwm_bytes > p.baseline_rss_bytes && p.peak_increase_bytes > 0);
+    assert!(p.model_file_bytes > 0);
+    assert_eq!(p.threads, 1);
+    assert!(p.methods["peak_increase_bytes"].contains("VmHWM"));
+    // This host has no RAPL and no battery: energy says why it was not measured.
+    if std::path::Path::new("/sys/class/powercap/intel-rapl:0").exists() {
+        return;
+    }
+    assert!(p.energy_not_measured.is_some());
+    assert!(p.reps.iter().all(|x| x.energy.is_none()));
+}
