@@ -155,7 +155,11 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     // decode: t_step = transfer / eb + L·cl + c0.
     let decode = |pt: &CalPoint, m: &DeviceModel| {
         let t = decode_terms(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
-        Some(Obs { coef: vec![t.transfer_s, t.layers, 1.0], offset: 0.0, target: 1.0 / pt.decode_tok_s? })
+        Some(Obs {
+            coef: vec![t.transfer_s, t.attention_scores, t.layers, 1.0],
+            offset: 0.0,
+            target: 1.0 / pt.decode_tok_s?,
+        })
     };
     // prefill: the compute branch of the roofline, t = FLOPs / (ec·C) + L·cl + c0.
     let prefill = |pt: &CalPoint, m: &DeviceModel| {
@@ -185,6 +189,7 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
             metric: "decode",
             terms: vec![
                 term(FreeParam::BandwidthEfficiency, (1.0, 100.0), true),
+                term(FreeParam::AttentionCost, (0.0, 1e-6), false),
                 term(FreeParam::LayerCost, (0.0, 1e-2), false),
                 term(FreeParam::TokenCost, (0.0, 1.0), false),
             ],
@@ -284,7 +289,7 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
 pub fn display_param(p: FreeParam, v: f64) -> String {
     match p {
         FreeParam::BandwidthEfficiency | FreeParam::ComputeEfficiency => Fraction(v).to_string(),
-        FreeParam::LayerCost | FreeParam::TokenCost => Duration(v).to_string(),
+        FreeParam::LayerCost | FreeParam::TokenCost | FreeParam::AttentionCost => Duration(v).to_string(),
         FreeParam::EngineOverhead => ByteSize(v).to_string(),
         FreeParam::ActivePower => Power(v).to_string(),
         FreeParam::EmbeddingExtra => crate::units::BytesPerParam(v).to_string(),

@@ -10,7 +10,11 @@
 //!   embedding row) and the KV cache at context `P + i`, `kv` bytes per
 //!   position: `t_i = (W + kv·(P+i)) / (eb·BW) + L·cl + c0`. Summed over the G
 //!   steps: `t_decode = G·(W + kv·c̄)/(eb·BW) + G·(L·cl + c0)` with
-//!   `c̄ = P + (G-1)/2`; decode tok/s = `G / t_decode`.
+//!   `c̄ = P + (G-1)/2`; decode tok/s = `G / t_decode`. Engines whose decode
+//!   attention costs more than its memory traffic (candle on CPU: a scalar
+//!   softmax per score) add `G·L·h·c̄·ca`, a cost `ca` per attention score
+//!   (layer x query head x cached position); measured on this host it does
+//!   not grow with head_dim, so it is not a FLOP count.
 //! * **Prefill** is a roofline: `t_prefill = max(F/(ec·C), (W + kv·P)/(eb·BW))
 //!   + L·cl + c0`, `F` the prefill FLOPs (causal attention, last-position
 //!   logits). Time to first token = `t_prefill`.
@@ -72,11 +76,23 @@ pub struct DecodeTerms {
     pub transfer_s: f64,
     /// Layers (multiplies the per-layer cost).
     pub layers: f64,
+    /// Attention scores per step at the mean context: L x h x c̄.
+    pub attention_scores: f64,
 }
 
-/// Decode-time terms: `t_step = transfer_s / eb + layers·cl + c0`.
+/// Decode-time terms: `t_step = transfer_s / eb + attention_scores·ca + layers·cl + c0`.
 pub fn decode_terms(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> DecodeTerms {
-    DecodeTerms { transfer_s: decode_bytes_per_token(shape, acct, dev, w) / dev.bandwidth, layers: shape.layers as f64 }
+    DecodeTerms {
+        transfer_s: decode_bytes_per_token(shape, acct, dev, w) / dev.bandwidth,
+        layers: shape.layers as f64,
+        attention_scores: attention_scores(shape, w),
+    }
+}
+
+/// Attention scores computed per decode step at the mean context: one per
+/// layer, query head and cached position.
+fn attention_scores(shape: &Shape, w: &Workload) -> f64 {
+    shape.layers as f64 * shape.heads as f64 * w.mean_decode_context()
 }
 
 fn decode_bytes_per_token(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> f64 {
@@ -103,7 +119,10 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
     let step_fixed = shape.layers as f64 * p.layer_cost + p.token_cost;
     let bytes_per_token = decode_bytes_per_token(shape, acct, dev, w);
     let eff_bw = p.bandwidth_efficiency * dev.bandwidth;
-    let decode_s = w.gen as f64 * (bytes_per_token / eff_bw + step_fixed);
+    // Attention work grows with the context; engines whose attention kernel
+    // hides behind memory traffic leave it unmodelled (cost 0).
+    let attention_s = attention_scores(shape, w) * p.attention_cost;
+    let decode_s = w.gen as f64 * (bytes_per_token / eff_bw + attention_s + step_fixed);
 
     let prompt = w.prompt as f64;
     let compute_s = prefill_flops(shape, acct, prompt) / (p.compute_efficiency * dev.compute);
@@ -151,6 +170,7 @@ mod tests {
                 compute_efficiency: 0.25,
                 engine_overhead: 20e6,
                 embedding_extra: 0.0,
+                attention_cost: 0.0,
                 active_power: 2.0,
             },
         }

@@ -272,8 +272,10 @@ impl fmt::Display for Duration {
             write!(f, "{} s", sig(v))
         } else if v >= 1e-3 {
             write!(f, "{} ms", sig(v * 1e3))
-        } else {
+        } else if v >= 1e-6 || v == 0.0 {
             write!(f, "{} us", sig(v * 1e6))
+        } else {
+            write!(f, "{} ns", sig(v * 1e9))
         }
     }
 }

@@ -116,7 +116,8 @@ pub fn prefill_flops(s: &Shape, a: &Accounting, p: f64) -> f64 {
         + attention_flops_per_position(s) * p * (p + 1.0) / 2.0
 }
 
-fn attention_flops_per_position(s: &Shape) -> f64 {
+/// Attention FLOPs per query token per context position: 4 x L x h x dh.
+pub fn attention_flops_per_position(s: &Shape) -> f64 {
     4.0 * s.layers as f64 * s.heads as f64 * s.head_dim as f64
 }
 

@@ -2,7 +2,7 @@
 
 use clap::Args;
 use pocketbench::calibrate::{calibrate, write_back};
-use pocketbench::device::{Devices, Origin};
+use pocketbench::device::{Device, Devices, Origin};
 
 use super::exit::Usage;
 use super::Code;
@@ -22,16 +22,49 @@ pub struct CalibrateArgs {
     /// Print the calibration as JSON.
     #[arg(long)]
     pub json: bool,
+    /// First append measured records (from `run --json` or a sweep's
+    /// measurements/ folder) to the profile as calibration points.
+    #[arg(long, value_name = "RECORD.json", num_args = 1.., requires = "device")]
+    pub add: Vec<std::path::PathBuf>,
+    /// With --add: hold the added points out of the fit, to check it against them.
+    #[arg(long, requires = "add")]
+    pub holdout: bool,
 }
 
 /// Run `calibrate`.
 pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
+    if !a.add.is_empty() {
+        let id = a.device.as_deref().unwrap_or_default();
+        let device = devices.get(id)?;
+        for f in &a.add {
+            let text = std::fs::read_to_string(f).map_err(|e| Usage(format!("{}: {e}", f.display())))?;
+            let rec: pocketbench::record::Record =
+                serde_json::from_str(&text).map_err(|e| Usage(format!("{}: not a result record: {e}", f.display())))?;
+            if rec.device != id {
+                return Err(Usage(format!("{}: measured on `{}`, not `{id}`", f.display(), rec.device)).into());
+            }
+            let point = pocketbench::calibrate::point_from_record(&rec, a.holdout)
+                .ok_or_else(|| Usage(format!("{}: a predicted record, not a measurement", f.display())))?;
+            pocketbench::calibrate::append_point(device, &point).map_err(pocketbench::Error::from)?;
+            eprintln!("added {} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, f.display());
+        }
+        // The profile changed on disk: read it again before fitting.
+        let reloaded = match &device.origin {
+            Origin::File(p) => pocketbench::device::load_file(p)?,
+            Origin::BuiltIn(_) => unreachable!("append_point refuses built-in profiles"),
+        };
+        return fit_and_report(a, &[&reloaded]);
+    }
     let targets: Vec<_> = match &a.device {
         Some(id) => vec![devices.get(id)?],
         None => devices.all().iter().filter(|d| !d.points.is_empty()).collect(),
     };
+    fit_and_report(a, &targets)
+}
+
+fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> anyhow::Result<Code> {
     let mut all = Vec::new();
-    for device in targets {
+    for &device in targets {
         if device.points.is_empty() {
             return Err(Usage(format!(
                 "device `{}` has no calibration points: its parameters are documented priors",

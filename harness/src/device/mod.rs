@@ -39,6 +39,8 @@ pub struct ModelParams {
     pub engine_overhead: f64,
     /// Bytes held per embedding parameter beyond the quantized table.
     pub embedding_extra: f64,
+    /// Seconds per decode attention score (layer x head x position); 0 = not modelled.
+    pub attention_cost: f64,
     /// Watts.
     pub active_power: f64,
 }
@@ -53,6 +55,7 @@ impl ModelParams {
             FreeParam::ComputeEfficiency => self.compute_efficiency,
             FreeParam::EngineOverhead => self.engine_overhead,
             FreeParam::EmbeddingExtra => self.embedding_extra,
+            FreeParam::AttentionCost => self.attention_cost,
             FreeParam::ActivePower => self.active_power,
         }
     }
@@ -66,6 +69,7 @@ impl ModelParams {
             FreeParam::ComputeEfficiency => self.compute_efficiency = v,
             FreeParam::EngineOverhead => self.engine_overhead = v,
             FreeParam::EmbeddingExtra => self.embedding_extra = v,
+            FreeParam::AttentionCost => self.attention_cost = v,
             FreeParam::ActivePower => self.active_power = v,
         }
     }
@@ -219,6 +223,7 @@ impl Device {
             compute_efficiency: m.compute_efficiency.value.0,
             engine_overhead: m.engine_overhead.value.0,
             embedding_extra: m.embedding_extra.as_ref().map_or(0.0, |f| f.value.0),
+            attention_cost: m.attention_cost.as_ref().map_or(0.0, |f| f.value.0),
             active_power: m.active_power.value.0,
         };
         for (key, v) in [
@@ -234,6 +239,7 @@ impl Device {
             ("model.token-cost", params.token_cost),
             ("model.engine-overhead", params.engine_overhead),
             ("model.embedding-extra", params.embedding_extra),
+            ("model.attention-cost", params.attention_cost),
             ("model.active-power", params.active_power),
         ] {
             if v < 0.0 {

@@ -184,6 +184,10 @@ pub struct ModelToml {
     /// table (default 0; candle keeps an f32 copy).
     #[serde(default)]
     pub embedding_extra: Option<Fact<BytesPerParam>>,
+    /// Time per decode attention score, layer x query head x cached position
+    /// (default: not modelled, its cost hidden behind memory traffic).
+    #[serde(default)]
+    pub attention_cost: Option<Fact<Duration>>,
     /// Parameters `calibrate` fits; the others stay at their priors.
     #[serde(default)]
     pub fit: Vec<FreeParam>,
@@ -210,6 +214,8 @@ pub enum FreeParam {
     ActivePower,
     /// See [`ModelToml::embedding_extra`].
     EmbeddingExtra,
+    /// See [`ModelToml::attention_cost`].
+    AttentionCost,
 }
 
 impl FreeParam {
@@ -223,6 +229,7 @@ impl FreeParam {
             FreeParam::EngineOverhead => "engine-overhead",
             FreeParam::ActivePower => "active-power",
             FreeParam::EmbeddingExtra => "embedding-extra",
+            FreeParam::AttentionCost => "attention-cost",
         }
     }
 }
