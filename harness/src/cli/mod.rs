@@ -152,6 +152,11 @@ impl WorkloadArgs {
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec { prompt: self.prompt, gen: self.gen, context: None }
     }
+
+    /// The device's reference workload with these overrides.
+    fn on_device(&self, device: &pocketbench::device::Device) -> anyhow::Result<pocketbench::workload::Workload> {
+        Ok(device.profile.reference_workload.overridden_by(&self.spec()).resolve().map_err(pocketbench::Error::from)?)
+    }
 }
 
 fn devices(cli_dir: &Option<PathBuf>) -> anyhow::Result<Devices> {

@@ -32,12 +32,7 @@ pub struct PredictArgs {
 pub fn run(a: &PredictArgs, devices: &Devices) -> anyhow::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
-    let w = device
-        .profile
-        .reference_workload
-        .overridden_by(&a.workload.spec())
-        .resolve()
-        .map_err(pocketbench::Error::from)?;
+    let w = a.workload.on_device(device)?;
     let acct = shape.accounting();
     let settings = ProxySettings::default();
     let cap = capability(&shape, &acct, &settings, None);

@@ -135,12 +135,7 @@ pub fn measure_one(
 pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
-    let w = device
-        .profile
-        .reference_workload
-        .overridden_by(&a.workload.spec())
-        .resolve()
-        .map_err(pocketbench::Error::from)?;
+    let w = a.workload.on_device(device)?;
     let runner = runner_for(device)?;
     let job = job(device, shape, w, &a.measure)?;
     eprintln!("measuring {} on {} ({} reps, {} threads, {w})...", shape, device.id(), job.reps, job.threads);
