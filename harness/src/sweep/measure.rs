@@ -225,3 +225,53 @@ fn save(path: &Path, rec: &Record) -> std::io::Result<()> {
     let json = serde_json::to_string_pretty(rec).map_err(std::io::Error::other)?;
     crate::calibrate::write_atomic(path, json.as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Devices;
+    use crate::event::Collect;
+    use std::cell::Cell;
+
+    /// A device that is never there.
+    struct Gone {
+        calls: Cell<u32>,
+    }
+
+    impl Runner for Gone {
+        fn device(&self) -> &str {
+            "host"
+        }
+        fn measure(&self, _: &Job) -> Result<crate::probe::ProbeResult, Failure> {
+            self.calls.set(self.calls.get() + 1);
+            Err(Failure::Unavailable { reason: "adb: device offline".into() })
+        }
+    }
+
+    #[test]
+    fn an_unavailable_device_is_retried_then_recorded_as_failed() {
+        let toml = "[sweep]\nname = \"t\"\ndevices = [\"host\"]\n[workload]\nprompt = 8\ngen = 4\n\
+                    [space]\nlayers = [1, 2]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\n";
+        let spec = crate::config::parse(std::path::Path::new("t.toml"), toml).unwrap();
+        let plan = Plan::from_toml(std::path::Path::new("t.toml"), spec, &Default::default()).unwrap();
+        let devices = Devices::built_in().unwrap();
+        let devs = devices.select(&plan.devices).unwrap();
+        let mut outcome = super::super::run(&plan, &devs, None, &mut Collect::default());
+        let store = tempfile::tempdir().unwrap();
+        let settings = MeasureSettings {
+            selection: Selection::All,
+            reps: 2,
+            threads: Some(1),
+            timeout: std::time::Duration::from_secs(5),
+            force: false,
+            retries: 2,
+            store: store.path().to_path_buf(),
+        };
+        let gone = Gone { calls: Cell::new(0) };
+        let runners: Vec<Box<dyn Runner>> = vec![Box::new(gone)];
+        measure(&plan, &mut outcome, &devs, &runners, &settings, &mut Collect::default());
+        assert_eq!(outcome.failures.len(), 2, "both configurations recorded, the sweep went on");
+        assert!(outcome.failures.iter().all(|f| f.attempts == 3 && matches!(f.failure, Failure::Unavailable { .. })));
+        assert!(outcome.results.iter().all(|r| r.provenance == crate::record::Provenance::Predicted));
+    }
+}
