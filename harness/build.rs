@@ -6,11 +6,14 @@ use std::process::Command;
 
 fn main() {
     let lock = std::fs::read_to_string("../Cargo.lock").unwrap_or_default();
-    let candle = lock
-        .split("[[package]]")
-        .find(|p| p.contains("name = \"candle-core\""))
-        .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")?.strip_suffix('"').map(String::from)))
-        .unwrap_or_else(|| "unknown".into());
+    let version_of = |name: &str| {
+        lock.split("[[package]]")
+            .find(|p| p.contains(&format!("name = \"{name}\"")))
+            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")?.strip_suffix('"').map(String::from)))
+            .unwrap_or_else(|| "unknown".into())
+    };
+    let candle = version_of("candle-core");
+    let llama = version_of("llama-cpp-2");
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let rustc_version = Command::new(rustc)
         .arg("--version")
@@ -20,6 +23,7 @@ fn main() {
         .unwrap_or_default();
     let env = |k: &str| std::env::var(k).unwrap_or_default();
     println!("cargo:rustc-env=PB_CANDLE_VERSION={candle}");
+    println!("cargo:rustc-env=PB_LLAMA_VERSION={llama}");
     println!("cargo:rustc-env=PB_TARGET={}", env("TARGET"));
     println!("cargo:rustc-env=PB_PROFILE={}", env("PROFILE"));
     println!("cargo:rustc-env=PB_OPT_LEVEL={}", env("OPT_LEVEL"));

@@ -171,3 +171,23 @@ fn hung_and_killed_probes_do_not_take_the_sweep_down() {
         );
     }
 }
+
+#[cfg(not(feature = "llama"))]
+#[test]
+fn the_llama_engine_needs_the_feature() {
+    let d = tempfile::tempdir().unwrap();
+    pb(d.path())
+        .arg("run")
+        .args(TINY)
+        .args(["--device", "host", "--engine", "llama.cpp"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("built without the llama.cpp engine"));
+    pb(d.path())
+        .arg("run")
+        .args(TINY)
+        .args(["--device", "host", "--engine", "mlc"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown engine `mlc`"));
+}

@@ -30,6 +30,7 @@ fn job(timeout: Duration) -> Job {
         timeout,
         predicted_peak_bytes: 1e6,
         force: false,
+        engine: Default::default(),
     }
 }
 

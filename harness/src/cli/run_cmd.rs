@@ -27,6 +27,9 @@ pub struct MeasureArgs {
     /// Run configurations predicted not to fit in available memory.
     #[arg(long)]
     pub force: bool,
+    /// Engine to measure through: candle (built in) or llama.cpp (built with `--features llama`).
+    #[arg(long, default_value = "candle", value_name = "E")]
+    pub engine: pocketbench::probe::EngineKind,
 }
 
 /// Arguments of `run`.
@@ -81,6 +84,13 @@ pub fn validate(m: &MeasureArgs) -> anyhow::Result<()> {
             Usage(format!("--reps must be between 1 and {}, got {}", pocketbench::probe::MAX_REPS, m.reps)).into()
         );
     }
+    if !m.engine.available() {
+        return Err(Usage(format!(
+            "this pocketbench was built without the {} engine: rebuild with `cargo build --release --features llama` (needs cmake and libclang)",
+            m.engine.name()
+        ))
+        .into());
+    }
     if let Some(t) = m.threads.filter(|t| *t == 0 || *t > 1024) {
         return Err(Usage(format!("--threads must be between 1 and 1024, got {t}")).into());
     }
@@ -114,6 +124,7 @@ pub fn job(
         timeout: Duration::from_secs(m.timeout.max(1)),
         predicted_peak_bytes: predicted.peak_mem_bytes,
         force: m.force,
+        engine: m.engine,
     })
 }
 

@@ -112,6 +112,7 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
             timeout: std::time::Duration::from_secs(m.timeout.max(1)),
             force: m.force,
             retries: a.retries,
+            engine: m.engine,
             store: out.join("measurements"),
         };
         sweep::measure(&plan, &mut outcome, &devs, &runners, &settings, &mut reporter);

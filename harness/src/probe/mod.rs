@@ -11,6 +11,8 @@
 pub mod engine;
 pub mod gguf;
 mod host;
+#[cfg(feature = "llama")]
+mod llama;
 
 pub use host::{BuildInfo, HostFacts};
 
@@ -44,6 +46,9 @@ pub struct ProbeSpec {
     pub threads: u32,
     /// Seed of the prompt tokens.
     pub seed: u64,
+    /// The engine to measure through.
+    #[serde(default)]
+    pub engine: EngineKind,
 }
 
 /// One repetition.
@@ -136,9 +141,68 @@ fn prompt(spec: &ProbeSpec, n: u32) -> Vec<u32> {
     (0..n).map(|_| rng.random_range(0..spec.shape.vocab)).collect()
 }
 
-/// Run the workload once on a loaded model; returns (prefill, ttft, decode) seconds.
-fn run_once(m: &mut engine::CandleModel, tokens: &[u32], gen: u32) -> Result<(f64, f64, f64), ProbeError> {
-    m.reset();
+/// An inference engine as the probe drives it: greedy steps over a KV cache.
+pub trait Engine {
+    /// Forget the KV cache (a new conversation).
+    fn reset(&mut self) -> Result<(), engine::EngineError>;
+    /// Run `tokens` at position `offset`; return the greedy next token.
+    fn step(&mut self, tokens: &[u32], offset: usize) -> Result<u32, engine::EngineError>;
+}
+
+/// Which engine the probe measures through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EngineKind {
+    /// candle-transformers' quantized Qwen3 (always built).
+    #[default]
+    #[serde(rename = "candle")]
+    Candle,
+    /// llama.cpp through the `llama-cpp-2` crate (cargo feature `llama`).
+    #[serde(rename = "llama.cpp")]
+    LlamaCpp,
+}
+
+impl EngineKind {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Candle => "candle",
+            EngineKind::LlamaCpp => "llama.cpp",
+        }
+    }
+
+    /// Name and version as built into this binary.
+    pub fn version(self) -> String {
+        match self {
+            EngineKind::Candle => format!("candle-core {}", env!("PB_CANDLE_VERSION")),
+            EngineKind::LlamaCpp => {
+                format!("llama-cpp-2 {} (llama.cpp vendored by llama-cpp-sys-2)", env!("PB_LLAMA_VERSION"))
+            }
+        }
+    }
+
+    /// Whether this binary can run it.
+    pub fn available(self) -> bool {
+        match self {
+            EngineKind::Candle => true,
+            EngineKind::LlamaCpp => cfg!(feature = "llama"),
+        }
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "candle" => Ok(EngineKind::Candle),
+            "llama.cpp" | "llama" | "llamacpp" => Ok(EngineKind::LlamaCpp),
+            other => Err(format!("unknown engine `{other}` (candle, llama.cpp)")),
+        }
+    }
+}
+
+/// Run the workload once; returns (prefill, ttft, decode) seconds.
+fn run_once(m: &mut dyn Engine, tokens: &[u32], gen: u32) -> Result<(f64, f64, f64), ProbeError> {
+    m.reset()?;
     let t0 = Instant::now();
     let mut next = m.step(tokens, 0)?;
     let prefill = t0.elapsed().as_secs_f64();
@@ -150,30 +214,26 @@ fn run_once(m: &mut engine::CandleModel, tokens: &[u32], gen: u32) -> Result<(f6
     Ok((prefill, ttft, t1.elapsed().as_secs_f64()))
 }
 
-/// Run the probe in this process. `energy` is started and stopped around
-/// each repetition's prefill + decode.
-pub fn run(
+/// The engine-independent part of a probe: warm-up, timed repetitions with
+/// energy around each, the peak read before any reload, then the timed
+/// reloads that give the later repetitions their load time.
+fn measure(
     spec: &ProbeSpec,
-    mut energy: Option<Box<dyn crate::meter::EnergyMeter>>,
-    energy_not_measured: Option<String>,
-) -> Result<ProbeResult, ProbeError> {
-    spec.validate()?;
+    m: &mut dyn Engine,
+    first_load_s: f64,
+    reload: &mut dyn FnMut() -> Result<f64, engine::EngineError>,
+    energy: &mut Option<Box<dyn crate::meter::EnergyMeter>>,
+) -> Result<(Vec<Rep>, u64), ProbeError> {
     let tokens = prompt(spec, spec.workload.prompt);
-    let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
-
-    // Load once, as an app does, then warm up with one short run so
-    // first-touch page faults and lazy initialisation are not timed.
-    let t = Instant::now();
-    let mut m = engine::CandleModel::load(&spec.model)?;
-    let first_load_s = t.elapsed().as_secs_f64();
-    let warm_tokens = &tokens[..tokens.len().min(16)];
-    run_once(&mut m, warm_tokens, spec.workload.gen.min(4))?;
+    // Warm up with one short run so first-touch page faults and lazy
+    // initialisation are not timed.
+    run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4))?;
     let mut reps = Vec::with_capacity(spec.reps as usize);
     for _ in 0..spec.reps {
         if let Some(meter) = energy.as_mut() {
             meter.start().map_err(|e| ProbeError::Spec(e.to_string()))?;
         }
-        let (prefill_s, ttft_s, decode_s) = run_once(&mut m, &tokens, spec.workload.gen)?;
+        let (prefill_s, ttft_s, decode_s) = run_once(m, &tokens, spec.workload.gen)?;
         let reading = match energy.as_mut() {
             Some(meter) => Some(meter.stop().map_err(|e| ProbeError::Spec(e.to_string()))?),
             None => None,
@@ -188,31 +248,62 @@ pub fn run(
             energy: reading,
         });
     }
-    // The peak is read before any reload: reloading in one process would
-    // measure the allocator's reuse of freed memory, not the model.
+    // The peak is read before any reload: a second model in the process, or
+    // the allocator's reuse of a freed one, is not what an app pays.
     let peak = MemoryStatus::current().map_or(0, |m| m.vm_hwm);
-    drop(m);
-    // Load time of the other repetitions: reload and time (page cache warm,
-    // as for an app that was started before).
     for rep in reps.iter_mut().skip(1) {
-        let t = Instant::now();
-        let m = engine::CandleModel::load(&spec.model)?;
-        rep.load_s = t.elapsed().as_secs_f64();
-        drop(m);
+        rep.load_s = reload()?;
     }
+    Ok((reps, peak))
+}
+
+/// Run the probe in this process. `energy` is started and stopped around
+/// each repetition's prefill + decode.
+pub fn run(
+    spec: &ProbeSpec,
+    mut energy: Option<Box<dyn crate::meter::EnergyMeter>>,
+    energy_not_measured: Option<String>,
+) -> Result<ProbeResult, ProbeError> {
+    spec.validate()?;
+    if !spec.engine.available() {
+        return Err(ProbeError::Spec(format!(
+            "this binary was built without the {} engine (rebuild with `--features llama`)",
+            spec.engine.name()
+        )));
+    }
+    let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
+    let (reps, peak) = match spec.engine {
+        EngineKind::Candle => {
+            let t = Instant::now();
+            let mut m = engine::CandleModel::load(&spec.model)?;
+            let first = t.elapsed().as_secs_f64();
+            let mut reload = || {
+                let t = Instant::now();
+                drop(engine::CandleModel::load(&spec.model)?);
+                Ok(t.elapsed().as_secs_f64())
+            };
+            measure(spec, &mut m, first, &mut reload, &mut energy)?
+        }
+        #[cfg(feature = "llama")]
+        EngineKind::LlamaCpp => {
+            llama::with_engine(spec, |m, first, reload| measure(spec, m, first, reload, &mut energy))??
+        }
+        #[cfg(not(feature = "llama"))]
+        EngineKind::LlamaCpp => unreachable!("checked by available()"),
+    };
     let energy_method = match (&energy, &energy_not_measured) {
         (Some(m), _) => m.name(),
         (None, Some(why)) => format!("not measured: {why}"),
         (None, None) => "not measured".into(),
     };
     let methods = [
-        ("load_s", "timer (std::time::Instant) around reading the GGUF and building the model; repetitions after the first reload after the peak was read"),
+        ("load_s", "timer (std::time::Instant) around loading the GGUF; repetitions after the first time reloads made after the peak was read"),
         ("prefill_s", "timer around one forward pass over the whole prompt"),
         ("ttft_s", "timer from the start of prefill to the greedy first token"),
         ("decode_s", "timer around `gen` single-token forward passes with the KV cache, argmax included"),
         (
             "peak_increase_bytes",
-            "VmHWM at the end minus VmRSS before the first load (/proc/self/status), fresh process",
+            "VmHWM after load, warm-up and every repetition minus VmRSS before the load (/proc/self/status), fresh process",
         ),
     ]
     .into_iter()
@@ -221,8 +312,8 @@ pub fn run(
     .collect();
     Ok(ProbeResult {
         config_id: spec.shape.id(),
-        engine: engine::NAME.into(),
-        engine_version: format!("candle-core {}", engine::CANDLE_VERSION),
+        engine: spec.engine.name().into(),
+        engine_version: spec.engine.version(),
         workload: spec.workload,
         threads: spec.threads,
         warmup: 1,

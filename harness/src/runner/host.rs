@@ -69,6 +69,7 @@ impl Runner for HostRunner {
             reps: job.reps,
             threads: job.threads,
             seed: probe::seed_of(&job.shape),
+            engine: job.engine,
         };
         let spec_path = dir.path().join("spec.json");
         let out_path = dir.path().join("result.json");

@@ -31,6 +31,8 @@ pub struct Job {
     pub predicted_peak_bytes: f64,
     /// Run even when the prediction says it will not fit.
     pub force: bool,
+    /// The engine to measure through.
+    pub engine: crate::probe::EngineKind,
 }
 
 /// Why a measurement produced no result. Each is recorded, never fatal to a sweep.

@@ -40,6 +40,8 @@ pub struct MeasureSettings {
     pub force: bool,
     /// Extra attempts after a device-unavailable failure.
     pub retries: u32,
+    /// The engine to measure through.
+    pub engine: crate::probe::EngineKind,
     /// Where finished measurements are stored.
     pub store: PathBuf,
 }
@@ -84,8 +86,9 @@ fn candidates(recs: &[&Record], sel: Selection) -> Vec<String> {
 /// The file a measurement is stored in: everything that changes the result is in the name.
 pub fn store_path(store: &Path, device: &str, job: &Job) -> PathBuf {
     store.join(device).join(format!(
-        "{}-p{}-g{}-r{}-t{}.json",
+        "{}-{}-p{}-g{}-r{}-t{}.json",
         job.shape.id(),
+        job.engine.name(),
         job.workload.prompt,
         job.workload.gen,
         job.reps,
@@ -120,6 +123,7 @@ pub fn measure(
                 timeout: settings.timeout,
                 predicted_peak_bytes: predicted.peak_mem_bytes,
                 force: settings.force,
+                engine: settings.engine,
             };
             let path = store_path(&settings.store, device.id(), &job);
             reporter.report(&Event::Measuring {
@@ -266,6 +270,7 @@ mod tests {
             force: false,
             retries: 2,
             store: store.path().to_path_buf(),
+            engine: Default::default(),
         };
         let gone = Gone { calls: Cell::new(0) };
         let runners: Vec<Box<dyn Runner>> = vec![Box::new(gone)];

@@ -1,0 +1,50 @@
+//! The llama.cpp engine (cargo feature `llama`): it loads the GGUF pocketbench
+//! writes and measures it through the same probe and runner.
+#![cfg(feature = "llama")]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pocketbench::arch::ShapeSpec;
+use pocketbench::probe::EngineKind;
+use pocketbench::runner::{HostRunner, Job, Runner};
+use pocketbench::workload::Workload;
+
+#[test]
+fn llama_cpp_runs_the_exported_model() {
+    let d = tempfile::tempdir().unwrap();
+    let shape = ShapeSpec {
+        hidden: Some(128),
+        layers: Some(2),
+        head_dim: Some(32),
+        kv_heads: Some(2),
+        ffn: Some(256),
+        vocab: Some(512),
+        context: Some(256),
+        ..Default::default()
+    }
+    .resolve()
+    .unwrap();
+    let runner = HostRunner {
+        device: "host".into(),
+        exe: PathBuf::from(env!("CARGO_BIN_EXE_pocketbench")),
+        cache: d.path().join("cache"),
+        available_bytes: 1 << 30,
+    };
+    let job = Job {
+        shape,
+        workload: Workload::new(16, 8, None).unwrap(),
+        reps: 2,
+        threads: 1,
+        timeout: Duration::from_secs(120),
+        predicted_peak_bytes: 1e6,
+        force: false,
+        engine: EngineKind::LlamaCpp,
+    };
+    let p = runner.measure(&job).unwrap();
+    assert_eq!(p.engine, "llama.cpp");
+    assert!(p.engine_version.starts_with("llama-cpp-2 "));
+    assert_eq!(p.reps.len(), 2);
+    assert!(p.reps.iter().all(|r| r.decode_tok_s > 0.0 && r.prefill_tok_s > 0.0));
+    assert!(p.peak_increase_bytes > 0);
+}
