@@ -17,6 +17,7 @@ pub mod capability;
 pub mod config;
 pub mod device;
 pub mod event;
+pub mod external;
 pub mod fit;
 pub mod hostinfo;
 pub mod meter;
