@@ -25,3 +25,11 @@ lint:
 # Everything CI runs.
 ci:
     bash .ci/run
+
+# Build with the llama.cpp engine (needs cmake and libclang: apt-get install cmake libclang-dev).
+build-llama:
+    cargo build --release --features llama
+
+# Measure one preset on this host (e.g. `just run mnn-pocket-0.3b llama.cpp`).
+run preset="mnn-pocket-0.3b" engine="candle":
+    cargo run --release --features llama -- run --preset {{preset}} --device host --engine {{engine}}
