@@ -53,7 +53,7 @@ pub fn run(a: &ArchArgs) -> anyhow::Result<Code> {
     }
     let b = |v: u64| ByteSize(v as f64).to_string();
     let p = |v: u64| ParamCount(v as f64).to_string();
-    outln!("{}  (id {})", shape, shape.id());
+    outln!("{}  (id {}; arithmetic from the shape, nothing measured)", shape, shape.id());
     outln!(
         "  shape           hidden {}, layers {}, heads {}/{} kv, head-dim {}, ffn {}, vocab {}, {}, {}, {}",
         shape.hidden,
