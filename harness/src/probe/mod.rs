@@ -12,7 +12,7 @@ pub mod engine;
 pub mod gguf;
 mod host;
 #[cfg(feature = "llama")]
-mod llama;
+pub mod llama;
 
 pub use host::{BuildInfo, HostFacts};
 

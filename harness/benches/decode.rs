@@ -1,0 +1,74 @@
+//! One decode step per preset and engine, at a context of 128-192 tokens
+//! (prefilled outside the timed region). Builds the model files into the
+//! cache first (`~/.cache/pocketbench`, or `$POCKETBENCH_CACHE`).
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use pocketbench::arch::preset;
+use pocketbench::probe::engine::CandleModel;
+use pocketbench::probe::{cache_dir, model_file, Engine};
+
+const CONTEXT: usize = 128;
+const WINDOW: usize = 64;
+
+fn prompt() -> Vec<u32> {
+    (0..CONTEXT as u32).map(|i| (i * 7919) % 30_000).collect()
+}
+
+fn step(c: &mut Criterion, name: &str, engine: &str, m: &mut dyn Engine) {
+    let tokens = prompt();
+    let mut g = c.benchmark_group("decode-step");
+    g.throughput(Throughput::Elements(1));
+    g.sample_size(20);
+    g.bench_function(format!("{name} {engine} at context {CONTEXT}"), |b| {
+        // Only decode steps are timed. The context cycles through
+        // CONTEXT..CONTEXT+WINDOW: every WINDOW steps the cache is reset and
+        // the prompt prefilled again, outside the timed region.
+        let (mut pos, mut next) = (usize::MAX, 0u32);
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                if pos >= CONTEXT + WINDOW {
+                    m.reset().expect("reset");
+                    next = m.step(&tokens, 0).expect("prefill");
+                    pos = CONTEXT;
+                }
+                let t = Instant::now();
+                next = black_box(m.step(&[next], pos).expect("decode step"));
+                total += t.elapsed();
+                pos += 1;
+            }
+            total
+        })
+    });
+    g.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    for name in ["mnn-pocket-0.3b", "qwen3-0.6b"] {
+        let shape = preset(name).expect("preset").shape;
+        let path = model_file(&shape, &cache_dir()).expect("model file");
+        let mut m = CandleModel::load(&path).expect("candle load");
+        step(c, name, "candle", &mut m);
+        drop(m);
+        #[cfg(feature = "llama")]
+        {
+            let spec = pocketbench::probe::ProbeSpec {
+                shape,
+                model: path.clone(),
+                workload: pocketbench::workload::Workload::new(CONTEXT as u32, 8, None).expect("workload"),
+                reps: 1,
+                threads: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+                seed: 0,
+                engine: pocketbench::probe::EngineKind::LlamaCpp,
+            };
+            pocketbench::probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
+        }
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
