@@ -127,6 +127,21 @@ pub struct Predicted {
     pub energy_j_per_run: f64,
 }
 
+impl Record {
+    /// How the record's figures were obtained, in a few words: "predicted",
+    /// "measured", or "measured; energy predicted" when a device could not
+    /// read energy.
+    pub fn provenance_label(&self) -> &'static str {
+        match self.provenance {
+            Provenance::Predicted => "predicted",
+            Provenance::Measured if self.methods.get("energy_j_per_run").is_some_and(|m| m.starts_with("measured")) => {
+                "measured"
+            }
+            Provenance::Measured => "measured; energy predicted",
+        }
+    }
+}
+
 /// Build a predicted record.
 pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload, cap: &Capability) -> Record {
     let p = predict(shape, acct, &device.model, w);

@@ -141,7 +141,7 @@ fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
                     r.decode_tok_s,
                     r.peak_mem_increase_mb,
                     r.energy_j_per_run,
-                    if r.provenance == pocketbench::record::Provenance::Measured { "measured" } else { "predicted" }
+                    r.provenance_label()
                 ),
                 None => outln!("  {label:<8} none meets every budget"),
             }

@@ -37,10 +37,7 @@ fn line(r: &Record) -> String {
         r.decode_tok_s,
         r.peak_mem_increase_mb,
         r.energy_j_per_run,
-        match r.provenance {
-            Provenance::Predicted => "predicted",
-            Provenance::Measured => "measured",
-        }
+        r.provenance_label()
     )
 }
 
@@ -136,10 +133,7 @@ impl Exporter for SummaryMarkdown {
                     r.ttft_ms,
                     r.peak_mem_increase_mb,
                     r.energy_j_per_run,
-                    match r.provenance {
-                        Provenance::Predicted => "predicted",
-                        Provenance::Measured => "measured (energy: see results.json)",
-                    }
+                    r.provenance_label()
                 );
             }
             if rows.len() > MAX_ROWS {
