@@ -9,21 +9,10 @@ use candle_transformers::models::quantized_qwen3::ModelWeights;
 use pocketbench::arch::{Quant, ShapeSpec};
 use pocketbench::probe::gguf::{f32_values, generate_chunked, metadata, tensor_plan, write_model, Meta};
 
+mod common;
+
 fn tiny(quant: Quant, tied: bool) -> pocketbench::arch::Shape {
-    ShapeSpec {
-        hidden: Some(128),
-        layers: Some(2),
-        head_dim: Some(32),
-        kv_heads: Some(2),
-        ffn: Some(256),
-        vocab: Some(512),
-        tied: Some(tied),
-        quant: Some(quant),
-        context: Some(256),
-        ..Default::default()
-    }
-    .resolve()
-    .unwrap()
+    ShapeSpec { tied: Some(tied), quant: Some(quant), ..common::tiny_spec() }.resolve().unwrap()
 }
 
 fn to_candle(m: &Meta) -> gguf_file::Value {

@@ -2,10 +2,11 @@
 //! writes and measures it through the same probe and runner.
 #![cfg(feature = "llama")]
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pocketbench::arch::ShapeSpec;
 use pocketbench::probe::EngineKind;
 use pocketbench::runner::{HostRunner, Job, Runner};
 use pocketbench::workload::Workload;
@@ -13,18 +14,7 @@ use pocketbench::workload::Workload;
 #[test]
 fn llama_cpp_runs_the_exported_model() {
     let d = tempfile::tempdir().unwrap();
-    let shape = ShapeSpec {
-        hidden: Some(128),
-        layers: Some(2),
-        head_dim: Some(32),
-        kv_heads: Some(2),
-        ffn: Some(256),
-        vocab: Some(512),
-        context: Some(256),
-        ..Default::default()
-    }
-    .resolve()
-    .unwrap();
+    let shape = common::tiny();
     let runner = HostRunner {
         device: "host".into(),
         exe: PathBuf::from(env!("CARGO_BIN_EXE_pocketbench")),

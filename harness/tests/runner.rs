@@ -5,23 +5,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pocketbench::arch::ShapeSpec;
 use pocketbench::runner::{Failure, HostRunner, Job, Runner};
 use pocketbench::workload::Workload;
 
+mod common;
+
 fn job(timeout: Duration) -> Job {
-    let shape = ShapeSpec {
-        hidden: Some(128),
-        layers: Some(2),
-        head_dim: Some(32),
-        kv_heads: Some(2),
-        ffn: Some(256),
-        vocab: Some(512),
-        context: Some(256),
-        ..Default::default()
-    }
-    .resolve()
-    .unwrap();
+    let shape = common::tiny();
     Job {
         shape,
         workload: Workload::new(16, 8, None).unwrap(),
