@@ -82,7 +82,7 @@ fn unknown_device_lists_known_ones() {
         .arg(fixture("unknown-device.toml"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown device `pixel-99` (known: host, ipad-pro-m5"));
+        .stderr(predicate::str::contains("unknown device `pixel-99` (known: host, host-llama, ipad-pro-m5"));
 }
 
 #[test]

@@ -58,7 +58,7 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
         return Ok(Code::Ok);
     }
     outln!(
-        "{:<20} {:<30} {:>10} {:>9} {:>10}  {:<10} calibration",
+        "{:<20} {:<44} {:>10} {:>9} {:>10}  {:<10} calibration",
         "device",
         "engine",
         "bandwidth",
@@ -68,7 +68,7 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
     );
     for r in rows {
         outln!(
-            "{:<20} {:<30} {:>10} {:>9} {:>10}  {:<10} {}",
+            "{:<20} {:<44} {:>10} {:>9} {:>10}  {:<10} {}",
             r.id,
             r.engine,
             Bandwidth(r.bandwidth_gb_s * 1e9).to_string(),

@@ -27,9 +27,10 @@ pub struct MeasureArgs {
     /// Run configurations predicted not to fit in available memory.
     #[arg(long)]
     pub force: bool,
-    /// Engine to measure through: candle (built in) or llama.cpp (built with `--features llama`).
-    #[arg(long, default_value = "candle", value_name = "E")]
-    pub engine: pocketbench::probe::EngineKind,
+    /// Engine to measure through: candle (built in) or llama.cpp (built with
+    /// `--features llama`); default: the device profile's `engine.probe`.
+    #[arg(long, value_name = "E")]
+    pub engine: Option<pocketbench::probe::EngineKind>,
 }
 
 /// Arguments of `run`.
@@ -77,6 +78,24 @@ pub fn runner_for(device: &Device) -> anyhow::Result<Box<dyn Runner>> {
     }
 }
 
+/// The engine to measure `device` through: `--engine`, else the profile's.
+pub fn engine_for(device: &Device, m: &MeasureArgs) -> anyhow::Result<pocketbench::probe::EngineKind> {
+    let e = m.engine.unwrap_or(device.profile.engine.probe);
+    engine_available(e)?;
+    Ok(e)
+}
+
+fn engine_available(e: pocketbench::probe::EngineKind) -> anyhow::Result<()> {
+    if e.available() {
+        return Ok(());
+    }
+    Err(Usage(format!(
+        "this pocketbench was built without the {} engine: rebuild with `cargo build --release --features llama` (needs cmake and libclang)",
+        e.name()
+    ))
+    .into())
+}
+
 /// Check measurement settings before anything runs.
 pub fn validate(m: &MeasureArgs) -> anyhow::Result<()> {
     if m.reps == 0 || m.reps > pocketbench::probe::MAX_REPS {
@@ -84,12 +103,8 @@ pub fn validate(m: &MeasureArgs) -> anyhow::Result<()> {
             Usage(format!("--reps must be between 1 and {}, got {}", pocketbench::probe::MAX_REPS, m.reps)).into()
         );
     }
-    if !m.engine.available() {
-        return Err(Usage(format!(
-            "this pocketbench was built without the {} engine: rebuild with `cargo build --release --features llama` (needs cmake and libclang)",
-            m.engine.name()
-        ))
-        .into());
+    if let Some(e) = m.engine {
+        engine_available(e)?;
     }
     if let Some(t) = m.threads.filter(|t| *t == 0 || *t > 1024) {
         return Err(Usage(format!("--threads must be between 1 and 1024, got {t}")).into());
@@ -124,7 +139,7 @@ pub fn job(
         timeout: Duration::from_secs(m.timeout.max(1)),
         predicted_peak_bytes: predicted.peak_mem_bytes,
         force: m.force,
-        engine: m.engine,
+        engine: engine_for(device, m)?,
     })
 }
 

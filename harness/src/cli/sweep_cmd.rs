@@ -95,6 +95,9 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
     if let Some(count) = a.measure {
         let runners: Vec<_> = devs.iter().filter_map(|d| runner_for(d).ok()).collect();
+        for d in devs.iter().filter(|d| runners.iter().any(|r| r.device() == d.id())) {
+            super::run_cmd::engine_for(d, &a.measure_args)?;
+        }
         if runners.is_empty() {
             reporter.report(&Event::Warning(
                 "--measure: no device of this sweep can be measured here (only local devices have a runner today)"

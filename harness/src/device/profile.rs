@@ -158,6 +158,10 @@ pub struct Engine {
     /// Prefill chunk in tokens (default: the whole prompt at once).
     #[serde(default)]
     pub prefill_chunk: Option<u32>,
+    /// The engine pocketbench's probe measures this profile through, on a
+    /// device it can reach (default `candle`).
+    #[serde(default)]
+    pub probe: crate::probe::EngineKind,
 }
 
 fn sixteen() -> u32 {

@@ -13,6 +13,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("snapdragon-8-gen-5", include_str!("../../../devices/snapdragon-8-gen-5.toml")),
     ("oneplus-13", include_str!("../../../devices/oneplus-13.toml")),
     ("host", include_str!("../../../devices/host.toml")),
+    ("host-llama", include_str!("../../../devices/host-llama.toml")),
 ];
 
 /// Where a profile came from.
@@ -50,7 +51,7 @@ pub struct Devices {
 }
 
 impl Devices {
-    /// Load every `*.toml` in `dir`, sorted by file name. Every profile is
+    /// Load every `*.toml` in `dir`, in order of device id. Every profile is
     /// validated; the first error is returned.
     pub fn from_dir(dir: &Path) -> Result<Self, Error> {
         let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
@@ -59,7 +60,8 @@ impl Devices {
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
             .collect();
         paths.sort();
-        let list = paths.iter().map(|p| super::load_file(p)).collect::<Result<Vec<_>, _>>()?;
+        let mut list = paths.iter().map(|p| super::load_file(p)).collect::<Result<Vec<_>, _>>()?;
+        list.sort_by(|a, b| a.id().cmp(b.id()));
         Self::new(list)
     }
 

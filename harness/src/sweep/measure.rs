@@ -40,8 +40,8 @@ pub struct MeasureSettings {
     pub force: bool,
     /// Extra attempts after a device-unavailable failure.
     pub retries: u32,
-    /// The engine to measure through.
-    pub engine: crate::probe::EngineKind,
+    /// The engine to measure through; `None`: each device profile's `engine.probe`.
+    pub engine: Option<crate::probe::EngineKind>,
     /// Where finished measurements are stored.
     pub store: PathBuf,
 }
@@ -123,7 +123,7 @@ pub fn measure(
                 timeout: settings.timeout,
                 predicted_peak_bytes: predicted.peak_mem_bytes,
                 force: settings.force,
-                engine: settings.engine,
+                engine: settings.engine.unwrap_or(device.profile.engine.probe),
             };
             let path = store_path(&settings.store, device.id(), &job);
             reporter.report(&Event::Measuring {
@@ -270,7 +270,7 @@ mod tests {
             force: false,
             retries: 2,
             store: store.path().to_path_buf(),
-            engine: Default::default(),
+            engine: None,
         };
         let gone = Gone { calls: Cell::new(0) };
         let runners: Vec<Box<dyn Runner>> = vec![Box::new(gone)];
