@@ -174,7 +174,7 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     let memory = |pt: &CalPoint, m: &DeviceModel| {
         let a = pt.shape.accounting();
         Some(Obs {
-            coef: vec![1.0, a.output_params as f64],
+            coef: vec![1.0, a.output_params as f64, crate::predict::layer_weight_bytes(&pt.shape, &a)],
             offset: memory_without_overhead(&pt.shape, &a, m, &pt.workload),
             target: pt.peak_memory?,
         })
@@ -205,6 +205,7 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
             terms: vec![
                 term(FreeParam::EngineOverhead, (0.0, 1e10), false),
                 term(FreeParam::EmbeddingExtra, (0.0, 16.0), false),
+                term(FreeParam::WeightExtra, (0.0, 4.0), false),
             ],
             obs: &memory,
         },
@@ -288,7 +289,9 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
 /// A parameter value in the unit its TOML key takes.
 pub fn display_param(p: FreeParam, v: f64) -> String {
     match p {
-        FreeParam::BandwidthEfficiency | FreeParam::ComputeEfficiency => Fraction(v).to_string(),
+        FreeParam::BandwidthEfficiency | FreeParam::ComputeEfficiency | FreeParam::WeightExtra => {
+            Fraction(v).to_string()
+        }
         FreeParam::LayerCost | FreeParam::TokenCost | FreeParam::AttentionCost => Duration(v).to_string(),
         FreeParam::EngineOverhead => ByteSize(v).to_string(),
         FreeParam::ActivePower => Power(v).to_string(),

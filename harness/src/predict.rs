@@ -24,7 +24,9 @@
 //!   2f) + a·h·n·P` (residual stream, q/k/v, SwiGLU gate and up, attention
 //!   scores) + `4·V` (f32 logits), + `e·V·d` for engines that hold more of the
 //!   embedding than its quantized table (candle keeps an f32 copy: e ≈ 4-5
-//!   bytes per embedding parameter; shipping engines e = 0).
+//!   bytes per embedding parameter; shipping engines e = 0), + `x·W_layers`
+//!   for engines that keep a second copy of the layer matrices (llama.cpp's
+//!   CPU repack beside the mapped file).
 //! * **Energy** per run = `P_active · (t_prefill + t_decode)`: average device
 //!   power times busy time. Chosen over energy-per-byte because one published
 //!   energy figure exists (OnePlus 13), which determines exactly one
@@ -89,6 +91,11 @@ pub fn decode_terms(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Wor
     }
 }
 
+/// Bytes of the layer matrices (what engines repack), as stored.
+pub fn layer_weight_bytes(shape: &Shape, acct: &Accounting) -> f64 {
+    shape.quant.bytes_for(acct.layer_matmul_params) as f64
+}
+
 /// Attention scores computed per decode step at the mean context: one per
 /// layer, query head and cached position.
 fn attention_scores(shape: &Shape, w: &Workload) -> f64 {
@@ -132,7 +139,8 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
 
     let peak_mem_bytes = memory_without_overhead(shape, acct, dev, w)
         + p.engine_overhead
-        + p.embedding_extra * acct.output_params as f64;
+        + p.embedding_extra * acct.output_params as f64
+        + p.weight_extra * layer_weight_bytes(shape, acct);
     let energy_j = p.active_power * (prefill_s + decode_s);
     Prediction {
         decode_tok_s: w.gen as f64 / decode_s,
@@ -171,6 +179,7 @@ mod tests {
                 engine_overhead: 20e6,
                 embedding_extra: 0.0,
                 attention_cost: 0.0,
+                weight_extra: 0.0,
                 active_power: 2.0,
             },
         }

@@ -41,6 +41,8 @@ pub struct ModelParams {
     pub embedding_extra: f64,
     /// Seconds per decode attention score (layer x head x position); 0 = not modelled.
     pub attention_cost: f64,
+    /// Extra resident bytes per byte of layer weights.
+    pub weight_extra: f64,
     /// Watts.
     pub active_power: f64,
 }
@@ -56,6 +58,7 @@ impl ModelParams {
             FreeParam::EngineOverhead => self.engine_overhead,
             FreeParam::EmbeddingExtra => self.embedding_extra,
             FreeParam::AttentionCost => self.attention_cost,
+            FreeParam::WeightExtra => self.weight_extra,
             FreeParam::ActivePower => self.active_power,
         }
     }
@@ -70,6 +73,7 @@ impl ModelParams {
             FreeParam::EngineOverhead => self.engine_overhead = v,
             FreeParam::EmbeddingExtra => self.embedding_extra = v,
             FreeParam::AttentionCost => self.attention_cost = v,
+            FreeParam::WeightExtra => self.weight_extra = v,
             FreeParam::ActivePower => self.active_power = v,
         }
     }
@@ -224,6 +228,7 @@ impl Device {
             engine_overhead: m.engine_overhead.value.0,
             embedding_extra: m.embedding_extra.as_ref().map_or(0.0, |f| f.value.0),
             attention_cost: m.attention_cost.as_ref().map_or(0.0, |f| f.value.0),
+            weight_extra: m.weight_extra.as_ref().map_or(0.0, |f| f.value.0),
             active_power: m.active_power.value.0,
         };
         for (key, v) in [
@@ -240,6 +245,7 @@ impl Device {
             ("model.engine-overhead", params.engine_overhead),
             ("model.embedding-extra", params.embedding_extra),
             ("model.attention-cost", params.attention_cost),
+            ("model.weight-extra", params.weight_extra),
             ("model.active-power", params.active_power),
         ] {
             if v < 0.0 {

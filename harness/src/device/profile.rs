@@ -188,6 +188,11 @@ pub struct ModelToml {
     /// table (default 0; candle keeps an f32 copy).
     #[serde(default)]
     pub embedding_extra: Option<Fact<BytesPerParam>>,
+    /// Extra resident bytes per byte of layer weights (default 0; llama.cpp's
+    /// CPU repack keeps a second, interleaved copy of the matrices beside the
+    /// mapped file).
+    #[serde(default)]
+    pub weight_extra: Option<Fact<Fraction>>,
     /// Time per decode attention score, layer x query head x cached position
     /// (default: not modelled, its cost hidden behind memory traffic).
     #[serde(default)]
@@ -220,6 +225,8 @@ pub enum FreeParam {
     EmbeddingExtra,
     /// See [`ModelToml::attention_cost`].
     AttentionCost,
+    /// See [`ModelToml::weight_extra`].
+    WeightExtra,
 }
 
 impl FreeParam {
@@ -234,6 +241,7 @@ impl FreeParam {
             FreeParam::ActivePower => "active-power",
             FreeParam::EmbeddingExtra => "embedding-extra",
             FreeParam::AttentionCost => "attention-cost",
+            FreeParam::WeightExtra => "weight-extra",
         }
     }
 }
