@@ -120,8 +120,7 @@ pub fn job(
     m: &MeasureArgs,
 ) -> anyhow::Result<Job> {
     validate(m)?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-    let threads = m.threads.unwrap_or(device.profile.engine.threads.unwrap_or(cores));
+    let threads = pocketbench::runner::threads_for(device, m.threads);
     if w.context > shape.context {
         return Err(Usage(format!(
             "the workload needs {} positions; the configuration is built for {} (--context)",

@@ -217,8 +217,13 @@ impl Device {
                 _ => return Err(err("facts.battery", "needs `energy`, or `capacity` and `voltage`".into())),
             }),
         };
-        positive(p.facts.bandwidth.value.0, "facts.bandwidth.value").map_err(|m| err("facts.bandwidth.value", m))?;
-        positive(p.facts.compute.value.0, "facts.compute.value").map_err(|m| err("facts.compute.value", m))?;
+        for (key, v) in
+            [("facts.bandwidth.value", p.facts.bandwidth.value.0), ("facts.compute.value", p.facts.compute.value.0)]
+        {
+            if v.is_nan() || v <= 0.0 {
+                return Err(err(key, "must be positive".into()));
+            }
+        }
         let m = &p.model;
         let params = ModelParams {
             bandwidth_efficiency: m.bandwidth_efficiency.value.0,
@@ -324,14 +329,6 @@ impl Device {
     /// One line naming the calibration behind this device's predictions.
     pub fn calibration_label(&self) -> String {
         format!("profile `{}` from {}, {}", self.id(), self.origin, self.state)
-    }
-}
-
-fn positive(v: f64, _key: &str) -> Result<(), String> {
-    if v > 0.0 {
-        Ok(())
-    } else {
-        Err("must be positive".into())
     }
 }
 

@@ -32,12 +32,6 @@ impl CandleModel {
         let model = ModelWeights::from_gguf(content, &mut f, &Device::Cpu)?;
         Ok(CandleModel { model })
     }
-
-    /// Logits of the last position, for checks.
-    pub fn logits(&mut self, tokens: &[u32], offset: usize) -> Result<Vec<f32>, EngineError> {
-        let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
-        Ok(self.model.forward(&input, offset)?.squeeze(0)?.to_vec1::<f32>()?)
-    }
 }
 
 impl super::Engine for CandleModel {

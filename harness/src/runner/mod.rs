@@ -35,6 +35,13 @@ pub struct Job {
     pub engine: crate::probe::EngineKind,
 }
 
+/// Threads to measure `device` with: the requested count, else the device
+/// profile's engine threads, else every core of this machine.
+pub fn threads_for(device: &crate::device::Device, requested: Option<u32>) -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    requested.or(device.profile.engine.threads).unwrap_or(cores)
+}
+
 /// Why a measurement produced no result. Each is recorded, never fatal to a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "kebab-case")]

@@ -114,12 +114,11 @@ pub fn measure(
         for (i, id) in ids.iter().enumerate() {
             let Some((shape, acct)) = plan.shapes.iter().find(|(s, _)| s.id() == *id) else { continue };
             let predicted = crate::predict::predict(shape, acct, &device.model, &plan.workload);
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
             let job = Job {
                 shape: *shape,
                 workload: plan.workload,
                 reps: settings.reps,
-                threads: settings.threads.or(device.profile.engine.threads).unwrap_or(cores),
+                threads: crate::runner::threads_for(device, settings.threads),
                 timeout: settings.timeout,
                 predicted_peak_bytes: predicted.peak_mem_bytes,
                 force: settings.force,
