@@ -13,6 +13,7 @@ pub mod gguf;
 mod host;
 #[cfg(feature = "llama")]
 pub mod llama;
+pub mod native;
 
 pub use host::{BuildInfo, HostFacts};
 
@@ -42,7 +43,8 @@ pub struct ProbeSpec {
     pub workload: Workload,
     /// Measured repetitions.
     pub reps: u32,
-    /// Threads (informational here: the runner sets `RAYON_NUM_THREADS`).
+    /// Threads: the native engine's pool and llama.cpp's thread count (the
+    /// runner also sets `RAYON_NUM_THREADS` for candle-transformers).
     pub threads: u32,
     /// Seed of the prompt tokens.
     pub seed: u64,
@@ -152,10 +154,16 @@ pub trait Engine {
 /// Which engine the probe measures through.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EngineKind {
-    /// candle-transformers' quantized Qwen3 (always built).
+    /// The built-in pure-Rust engine (always built): pocketbench's Qwen3
+    /// decoder on candle-core's GGUF reader with run-time-dispatched 4/8-bit
+    /// kernels; files with other tensor types run on candle-transformers.
     #[default]
     #[serde(rename = "candle")]
     Candle,
+    /// candle-transformers' stock quantized Qwen3 (always built): the
+    /// reference the built-in engine is checked and compared against.
+    #[serde(rename = "candle-transformers")]
+    CandleTransformers,
     /// llama.cpp through the `llama-cpp-2` crate (cargo feature `llama`).
     #[serde(rename = "llama.cpp")]
     LlamaCpp,
@@ -166,6 +174,7 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Candle => "candle",
+            EngineKind::CandleTransformers => "candle-transformers",
             EngineKind::LlamaCpp => "llama.cpp",
         }
     }
@@ -173,7 +182,14 @@ impl EngineKind {
     /// Name and version as built into this binary.
     pub fn version(self) -> String {
         match self {
-            EngineKind::Candle => format!("candle-core {}", env!("PB_CANDLE_VERSION")),
+            EngineKind::Candle => format!(
+                "pocketbench native Qwen3 ({} kernels) on candle-core {}",
+                crate::kernels::isa().name(),
+                env!("PB_CANDLE_VERSION")
+            ),
+            EngineKind::CandleTransformers => {
+                format!("candle-transformers {} quantized_qwen3", env!("PB_CANDLE_VERSION"))
+            }
             EngineKind::LlamaCpp => {
                 format!("llama-cpp-2 {} (llama.cpp vendored by llama-cpp-sys-2)", env!("PB_LLAMA_VERSION"))
             }
@@ -183,7 +199,7 @@ impl EngineKind {
     /// Whether this binary can run it.
     pub fn available(self) -> bool {
         match self {
-            EngineKind::Candle => true,
+            EngineKind::Candle | EngineKind::CandleTransformers => true,
             EngineKind::LlamaCpp => cfg!(feature = "llama"),
         }
     }
@@ -194,8 +210,9 @@ impl std::str::FromStr for EngineKind {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "candle" => Ok(EngineKind::Candle),
+            "candle-transformers" => Ok(EngineKind::CandleTransformers),
             "llama.cpp" | "llama" | "llamacpp" => Ok(EngineKind::LlamaCpp),
-            other => Err(format!("unknown engine `{other}` (candle, llama.cpp)")),
+            other => Err(format!("unknown engine `{other}` (candle, candle-transformers, llama.cpp)")),
         }
     }
 }
@@ -257,6 +274,21 @@ fn measure(
     Ok((reps, peak))
 }
 
+fn measure_candle_transformers(
+    spec: &ProbeSpec,
+    energy: &mut Option<Box<dyn crate::meter::EnergyMeter>>,
+) -> Result<(Vec<Rep>, u64), ProbeError> {
+    let t = Instant::now();
+    let mut m = engine::CandleModel::load(&spec.model)?;
+    let first = t.elapsed().as_secs_f64();
+    let mut reload = || {
+        let t = Instant::now();
+        drop(engine::CandleModel::load(&spec.model)?);
+        Ok(t.elapsed().as_secs_f64())
+    };
+    measure(spec, &mut m, first, &mut reload, energy)
+}
+
 /// Run the probe in this process. `energy` is started and stopped around
 /// each repetition's prefill + decode.
 pub fn run(
@@ -272,18 +304,32 @@ pub fn run(
         )));
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
+    let mut engine = spec.engine;
+    let mut version = spec.engine.version();
     let (reps, peak) = match spec.engine {
         EngineKind::Candle => {
+            let context = spec.workload.context as usize;
+            let load = || native::NativeModel::load(&spec.model, spec.threads as usize, context);
             let t = Instant::now();
-            let mut m = engine::CandleModel::load(&spec.model)?;
-            let first = t.elapsed().as_secs_f64();
-            let mut reload = || {
-                let t = Instant::now();
-                drop(engine::CandleModel::load(&spec.model)?);
-                Ok(t.elapsed().as_secs_f64())
-            };
-            measure(spec, &mut m, first, &mut reload, &mut energy)?
+            match load() {
+                Ok(mut m) => {
+                    let first = t.elapsed().as_secs_f64();
+                    let mut reload = || {
+                        let t = Instant::now();
+                        drop(load().map_err(native::LoadError::into_engine)?);
+                        Ok(t.elapsed().as_secs_f64())
+                    };
+                    measure(spec, &mut m, first, &mut reload, &mut energy)?
+                }
+                Err(native::LoadError::Unsupported(why)) => {
+                    engine = EngineKind::CandleTransformers;
+                    version = format!("{} (the native path does not run this file: {why})", engine.version());
+                    measure_candle_transformers(spec, &mut energy)?
+                }
+                Err(native::LoadError::Engine(e)) => return Err(e.into()),
+            }
         }
+        EngineKind::CandleTransformers => measure_candle_transformers(spec, &mut energy)?,
         #[cfg(feature = "llama")]
         EngineKind::LlamaCpp => {
             llama::with_engine(spec, |m, first, reload| measure(spec, m, first, reload, &mut energy))??
@@ -312,8 +358,8 @@ pub fn run(
     .collect();
     Ok(ProbeResult {
         config_id: spec.shape.id(),
-        engine: spec.engine.name().into(),
-        engine_version: spec.engine.version(),
+        engine: engine.name().into(),
+        engine_version: version,
         workload: spec.workload,
         threads: spec.threads,
         warmup: 1,

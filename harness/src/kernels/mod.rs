@@ -1,0 +1,175 @@
+//! Compute kernels of the built-in engine: 4- and 8-bit block dot products,
+//! f32 helpers and a persistent thread pool.
+//!
+//! Weights stay in ggml's block layouts as read from the GGUF file (Q4_0: an
+//! f16 scale and 16 bytes of nibbles per 32 weights; Q8_0: an f16 scale and
+//! 32 signed bytes). Activations are quantized to [`BlockQ8`] (an f32 scale
+//! and 32 signed bytes), as llama.cpp does, so a dot product is integer
+//! multiply-adds and one float multiply per block.
+//!
+//! Which instructions run is chosen once at run time ([`isa`]): AVX2 + FMA +
+//! F16C on x86-64 when the CPU has them, otherwise portable Rust. Run-time
+//! selection keeps one binary fast on any x86-64 machine without
+//! `-C target-cpu=native`, the reason candle-core's own AVX kernels (selected
+//! at compile time by `cfg(target_feature)`) never run in a default build.
+//!
+//! This module is the one place the crate uses `unsafe`: SIMD intrinsics need
+//! it, and the pool hands borrowed closures to its workers. Every `unsafe`
+//! block states why it is sound.
+#![allow(unsafe_code)]
+
+mod matmul;
+mod pool;
+mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::sync::OnceLock;
+
+pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType};
+pub use pool::Pool;
+
+/// Weights per quantization block (ggml's QK4_0 = QK8_0 = 32).
+pub const BLOCK: usize = 32;
+
+/// An activation block: 32 values as `d * qs[i]`, with the sum of `qs`
+/// (Q4_0 kernels multiply unsigned nibbles and subtract `8 * sum` once).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[repr(C)]
+pub struct BlockQ8 {
+    /// Scale.
+    pub d: f32,
+    /// Sum of `qs`.
+    pub sum: i32,
+    /// Quantized values.
+    pub qs: [i8; BLOCK],
+}
+
+/// The instruction set the kernels use on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// x86-64 AVX2 with FMA and F16C.
+    Avx2,
+    /// Portable Rust (the compiler's own vectorization).
+    Portable,
+}
+
+impl Isa {
+    /// Short name recorded with results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx2 => "avx2",
+            Isa::Portable => "portable",
+        }
+    }
+}
+
+/// The instruction set chosen for this process (detected once).
+/// `POCKETBENCH_KERNELS=portable` forces the portable kernels, for tests and
+/// for measuring what the SIMD path gains.
+pub fn isa() -> Isa {
+    static ISA: OnceLock<Isa> = OnceLock::new();
+    *ISA.get_or_init(|| {
+        if std::env::var("POCKETBENCH_KERNELS").is_ok_and(|v| v == "portable") {
+            return Isa::Portable;
+        }
+        detect()
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+fn detect() -> Isa {
+    if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c") {
+        Isa::Avx2
+    } else {
+        Isa::Portable
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn detect() -> Isa {
+    Isa::Portable
+}
+
+/// Quantize `x` (a multiple of 32 long) into `out` (`x.len() / 32` blocks).
+pub fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
+    assert_eq!(x.len(), out.len() * BLOCK, "quantize_q8: length mismatch");
+    for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
+        let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+        b.d = d;
+        for (q, v) in b.qs.iter_mut().zip(xs) {
+            *q = (v * id).round() as i8;
+        }
+        b.sum = b.qs.iter().map(|q| *q as i32).sum();
+    }
+}
+
+/// A dot product of one weight row (raw ggml blocks) with quantized activations.
+pub type DotFn = fn(&[u8], &[BlockQ8]) -> f32;
+
+/// Dot product of a Q4_0 row (`x.len()` blocks of 18 bytes) with `x`.
+pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
+    assert_eq!(row.len(), x.len() * 18, "dot_q4_0: length mismatch");
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `isa()` returned Avx2 only after detecting AVX2, FMA and F16C;
+        // the lengths were checked above.
+        Isa::Avx2 => unsafe { x86::dot_q4_0(row, x) },
+        _ => scalar::dot_q4_0(row, x),
+    }
+}
+
+/// Dot products of eight Q4_0 rows stored interleaved (see [`QMatrix`])
+/// with `x`, written to `out`.
+pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    assert_eq!(group.len(), x.len() * 18 * 8, "dot_q4_0x8: length mismatch");
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::dot_q4_0x8(group, x, out) },
+        _ => scalar::dot_q4_0x8(group, x, out),
+    }
+}
+
+/// Dot product of a Q8_0 row (`x.len()` blocks of 34 bytes) with `x`.
+pub fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
+    assert_eq!(row.len(), x.len() * 34, "dot_q8_0: length mismatch");
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::dot_q8_0(row, x) },
+        _ => scalar::dot_q8_0(row, x),
+    }
+}
+
+/// Dot product of two f32 slices of equal length.
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "dot_f32: length mismatch");
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::dot_f32(a, b) },
+        _ => scalar::dot_f32(a, b),
+    }
+}
+
+/// `y += a * x`.
+pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    assert_eq!(x.len(), y.len(), "axpy: length mismatch");
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::axpy(a, x, y) },
+        _ => scalar::axpy(a, x, y),
+    }
+}
+
+/// An IEEE half (as stored in ggml blocks) to f32.
+pub fn f16_to_f32(bits: u16) -> f32 {
+    half::f16::from_bits(bits).to_f32()
+}
+
+#[cfg(test)]
+mod tests;

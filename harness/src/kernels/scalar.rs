@@ -1,0 +1,64 @@
+//! Portable kernels: the reference the SIMD kernels are tested against, and
+//! the path on CPUs without them.
+
+use super::{f16_to_f32, BlockQ8, BLOCK};
+
+pub(super) fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut acc = 0f32;
+    for (blk, y) in row.chunks_exact(18).zip(x) {
+        let d = f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+        let (ylo, yhi) = y.qs.split_at(BLOCK / 2);
+        let mut sum = 0i32;
+        for ((q, a), b) in blk[2..].iter().zip(ylo).zip(yhi) {
+            sum += ((q & 0x0f) as i32 - 8) * *a as i32 + ((q >> 4) as i32 - 8) * *b as i32;
+        }
+        acc += sum as f32 * d * y.d;
+    }
+    acc
+}
+
+pub(super) fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    *out = [0.0; 8];
+    for (blk, y) in group.chunks_exact(144).zip(x) {
+        for (lane, o) in out.iter_mut().enumerate() {
+            let d = f16_to_f32(u16::from_le_bytes([blk[2 * lane], blk[2 * lane + 1]]));
+            let mut sum = -8 * y.sum;
+            for m in 0..4 {
+                for j in 0..4 {
+                    let q = blk[16 + 32 * m + 4 * lane + j];
+                    sum += (q & 0x0f) as i32 * y.qs[4 * m + j] as i32 + (q >> 4) as i32 * y.qs[16 + 4 * m + j] as i32;
+                }
+            }
+            *o += sum as f32 * d * y.d;
+        }
+    }
+}
+
+pub(super) fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut acc = 0f32;
+    for (blk, y) in row.chunks_exact(34).zip(x) {
+        let d = f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+        let sum: i32 = blk[2..].iter().zip(&y.qs).map(|(a, b)| *a as i8 as i32 * *b as i32).sum();
+        acc += sum as f32 * d * y.d;
+    }
+    acc
+}
+
+pub(super) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    // Eight partial sums let the compiler vectorize without reassociating.
+    let mut s = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            s[i] += x[i] * y[i];
+        }
+    }
+    s.iter().sum::<f32>() + ra.iter().zip(rb).map(|(x, y)| x * y).sum::<f32>()
+}
+
+pub(super) fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += a * xi;
+    }
+}

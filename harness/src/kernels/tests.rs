@@ -1,0 +1,202 @@
+use rand::{Rng, SeedableRng};
+
+use super::*;
+
+fn rng() -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(7)
+}
+
+fn random_blocks(n: usize, bytes: usize, r: &mut impl Rng) -> Vec<u8> {
+    let mut v = vec![0u8; n * bytes];
+    for blk in v.chunks_exact_mut(bytes) {
+        let d = half::f16::from_f32(r.random_range(0.001f32..0.05)).to_bits().to_le_bytes();
+        blk[..2].copy_from_slice(&d);
+        for b in &mut blk[2..] {
+            *b = r.random();
+        }
+    }
+    v
+}
+
+fn activations(n: usize, r: &mut impl Rng) -> (Vec<f32>, Vec<BlockQ8>) {
+    let x: Vec<f32> = (0..n * BLOCK).map(|_| r.random_range(-2.0f32..2.0)).collect();
+    let mut q = vec![BlockQ8::default(); n];
+    quantize_q8(&x, &mut q);
+    (x, q)
+}
+
+#[test]
+fn quantize_q8_round_trips_within_half_a_step() {
+    let (x, q) = activations(4, &mut rng());
+    for (xs, b) in x.chunks_exact(BLOCK).zip(&q) {
+        assert_eq!(b.sum, b.qs.iter().map(|q| *q as i32).sum::<i32>());
+        for (v, qi) in xs.iter().zip(&b.qs) {
+            assert!((v - *qi as f32 * b.d).abs() <= b.d * 0.5 + 1e-6);
+        }
+    }
+    let mut zero = [BlockQ8::default()];
+    quantize_q8(&[0.0; BLOCK], &mut zero);
+    assert_eq!(zero[0].d, 0.0);
+}
+
+#[test]
+fn dispatched_kernels_match_the_portable_ones() {
+    let mut r = rng();
+    for nb in [1, 2, 3, 28, 96] {
+        let (_, x) = activations(nb, &mut r);
+        let w4 = random_blocks(nb, 18, &mut r);
+        let w8 = random_blocks(nb, 34, &mut r);
+        let (a, b) = (dot_q4_0(&w4, &x), scalar::dot_q4_0(&w4, &x));
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "q4_0 nb={nb}: {a} vs {b}");
+        let (a, b) = (dot_q8_0(&w8, &x), scalar::dot_q8_0(&w8, &x));
+        assert!((a - b).abs() <= 1e-4 * b.abs().max(1.0), "q8_0 nb={nb}: {a} vs {b}");
+    }
+    for n in [0, 1, 7, 8, 33, 64, 130] {
+        let a: Vec<f32> = (0..n).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let b: Vec<f32> = (0..n).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let (x, y) = (dot_f32(&a, &b), scalar::dot_f32(&a, &b));
+        assert!((x - y).abs() <= 1e-4, "dot_f32 n={n}: {x} vs {y}");
+        let (mut y1, mut y2) = (b.clone(), b.clone());
+        axpy(0.5, &a, &mut y1);
+        scalar::axpy(0.5, &a, &mut y2);
+        for (p, q) in y1.iter().zip(&y2) {
+            assert!((p - q).abs() <= 1e-6);
+        }
+    }
+}
+
+/// Row `r` of row-major ggml blocks, dequantized the obvious way.
+fn plain_row_f32(data: &[u8], r: usize, nb: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(nb * BLOCK);
+    for blk in data[r * nb * 18..(r + 1) * nb * 18].chunks_exact(18) {
+        let d = f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+        let lo = blk[2..].iter().map(|q| ((q & 0x0f) as i32 - 8) as f32 * d);
+        let hi: Vec<f32> = blk[2..].iter().map(|q| ((q >> 4) as i32 - 8) as f32 * d).collect();
+        out.extend(lo);
+        out.extend(hi);
+    }
+    out
+}
+
+#[test]
+fn q4_0_matrices_repack_without_changing_a_value() {
+    let mut r = rng();
+    let (rows, nb) = (8 * 3 + 5, 3);
+    let plain = random_blocks(rows * nb, 18, &mut r);
+    let m = QMatrix::new(WeightType::Q4_0, rows, nb * BLOCK, plain.clone()).unwrap();
+    assert_eq!(m.data.len(), plain.len());
+    let mut got = vec![0f32; nb * BLOCK];
+    for row in 0..rows {
+        m.dequantize_row(row, &mut got);
+        assert_eq!(got, plain_row_f32(&plain, row, nb), "row {row}");
+    }
+}
+
+#[test]
+fn q4_0_dot_equals_the_dequantized_dot_of_the_quantized_activations() {
+    let mut r = rng();
+    let (_, x) = activations(3, &mut r);
+    let plain = random_blocks(3, 18, &mut r);
+    let w = plain_row_f32(&plain, 0, 3);
+    let xf: Vec<f32> = x.iter().flat_map(|b| b.qs.iter().map(move |q| *q as f32 * b.d)).collect();
+    let want: f32 = w.iter().zip(&xf).map(|(a, b)| a * b).sum();
+    let got = dot_q4_0(&plain, &x);
+    assert!((got - want).abs() <= 1e-3 * want.abs().max(1.0), "{got} vs {want}");
+}
+
+#[test]
+fn matmul_splits_rows_and_tokens_across_threads() {
+    let mut r = rng();
+    // 37 rows: four interleaved groups of eight and a row-major tail of five.
+    let (rows, nb, tokens) = (37, 4, 3);
+    let plain4 = random_blocks(rows * nb, 18, &mut r);
+    let plain8 = random_blocks(5 * nb, 34, &mut r);
+    let m = QMatrix::new(WeightType::Q4_0, rows, nb * BLOCK, plain4.clone()).unwrap();
+    let m2 = QMatrix::new(WeightType::Q8_0, 5, nb * BLOCK, plain8.clone()).unwrap();
+    let (_, x) = activations(nb * tokens, &mut r);
+    for threads in [1, 2, 3] {
+        let pool = Pool::new(threads);
+        let (mut out, mut out2) = (vec![0f32; rows * tokens], vec![0f32; 5 * tokens]);
+        matmul(&pool, [&m, &m2], [&mut out, &mut out2], &x, tokens);
+        for b in 0..tokens {
+            let xb = &x[b * nb..(b + 1) * nb];
+            for row in 0..rows {
+                let want = scalar::dot_q4_0(&plain4[row * nb * 18..(row + 1) * nb * 18], xb);
+                let got = out[b * rows + row];
+                assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "row {row}: {got} vs {want}");
+            }
+            for row in 0..5 {
+                assert_eq!(out2[b * 5 + row], dot_q8_0(&plain8[row * nb * 34..(row + 1) * nb * 34], xb));
+            }
+        }
+    }
+}
+
+#[test]
+fn interleaved_kernel_matches_the_portable_one() {
+    let mut r = rng();
+    for nb in [1, 2, 28] {
+        let (_, x) = activations(nb, &mut r);
+        let m = QMatrix::new(WeightType::Q4_0, 8, nb * BLOCK, random_blocks(8 * nb, 18, &mut r)).unwrap();
+        let (mut a, mut b) = ([0f32; 8], [0f32; 8]);
+        dot_q4_0x8(&m.data, &x, &mut a);
+        scalar::dot_q4_0x8(&m.data, &x, &mut b);
+        for (p, q) in a.iter().zip(&b) {
+            assert!((p - q).abs() <= 1e-4 * q.abs().max(1.0), "nb={nb}: {a:?} vs {b:?}");
+        }
+    }
+}
+
+#[test]
+fn span_covers_everything_once() {
+    for total in [0, 1, 5, 896, 1001] {
+        for n in 1..5 {
+            let spans: Vec<_> = (0..n).map(|t| span(total, t, n)).collect();
+            assert_eq!(spans[0].start, 0);
+            assert_eq!(spans[n - 1].end, total);
+            for w in spans.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+                assert!(w[0].len().abs_diff(w[1].len()) <= 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn pool_runs_every_index_once_per_call_many_times() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pool = Pool::new(2);
+    let hits: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+    for _ in 0..20_000 {
+        pool.run(&|i| {
+            hits[i].fetch_add(1, Ordering::Relaxed);
+        });
+    }
+    for h in &hits {
+        assert_eq!(h.load(Ordering::Relaxed), 20_000);
+    }
+    // After the workers have gone to sleep, a call still wakes them.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    pool.run(&|i| {
+        hits[i].fetch_add(1, Ordering::Relaxed);
+    });
+    assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 20_001));
+}
+
+#[test]
+fn a_worker_panic_reaches_the_caller_and_the_pool_survives() {
+    let pool = Pool::new(2);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.run(&|i| assert_ne!(i, 1, "boom"))));
+    assert!(r.is_err());
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    pool.run(&|_| {
+        n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert_eq!(n.into_inner(), 2);
+}
+
+#[test]
+fn argmax_takes_the_first_of_equals() {
+    assert_eq!(argmax(&[1.0, 3.0, 3.0, -1.0]), 1);
+    assert_eq!(argmax(&[]), 0);
+}

@@ -1,0 +1,178 @@
+//! AVX2 + FMA + F16C kernels (x86-64). The Q4_0 × Q8 block product follows
+//! llama.cpp's `ggml_vec_dot_q4_0_q8_0`: unpack nibbles to bytes, subtract 8,
+//! and multiply signed bytes with `maddubs` after moving the sign of one
+//! operand onto the other. Two independent accumulators hide FMA latency.
+//!
+//! Callers must have checked that the CPU supports AVX2, FMA and F16C and
+//! that `row.len() == x.len() * block_bytes`.
+
+use std::arch::x86_64::*;
+
+use super::{BlockQ8, BLOCK};
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn hsum(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+/// The signed-byte dot product of 32 pairs as 8 i32 lanes converted to f32.
+macro_rules! mul_sum_i8 {
+    ($qx:expr, $qy:expr, $ones:expr) => {{
+        let ax = _mm256_sign_epi8($qx, $qx);
+        let sy = _mm256_sign_epi8($qy, $qx);
+        _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), $ones))
+    }};
+}
+
+/// f16 bits at `p` to f32 through F16C.
+macro_rules! half_at {
+    ($p:expr) => {{
+        let bits = ($p as *const u16).read_unaligned();
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    }};
+}
+
+/// One Q4_0 block times one activation block, accumulated into `$acc`.
+macro_rules! q4_0_block {
+    ($p:expr, $y:expr, $acc:ident, $lo:ident, $eight:ident, $ones:ident) => {{
+        let b = $p;
+        let d = _mm256_set1_ps(half_at!(b) * $y.d);
+        let packed = _mm_loadu_si128(b.add(2) as *const __m128i);
+        let bytes = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+        let qx = _mm256_sub_epi8(_mm256_and_si256(bytes, $lo), $eight);
+        let qy = _mm256_loadu_si256($y.qs.as_ptr() as *const __m256i);
+        $acc = _mm256_fmadd_ps(d, mul_sum_i8!(qx, qy, $ones), $acc);
+    }};
+}
+
+/// One Q8_0 block times one activation block, accumulated into `$acc`.
+macro_rules! q8_0_block {
+    ($p:expr, $y:expr, $acc:ident, $ones:ident) => {{
+        let b = $p;
+        let d = _mm256_set1_ps(half_at!(b) * $y.d);
+        let qx = _mm256_loadu_si256(b.add(2) as *const __m256i);
+        let qy = _mm256_loadu_si256($y.qs.as_ptr() as *const __m256i);
+        $acc = _mm256_fmadd_ps(d, mul_sum_i8!(qx, qy, $ones), $acc);
+    }};
+}
+
+// Two blocks per iteration into two named accumulators: indexing an array of
+// accumulators by `i & 1` made the compiler keep them in memory, and the
+// store-to-load dependency took a third of the kernel's time.
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
+    let lo = _mm256_set1_epi8(0x0f);
+    let eight = _mm256_set1_epi8(8);
+    let ones = _mm256_set1_epi16(1);
+    let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let p = row.as_ptr();
+    let pairs = x.len() / 2;
+    // SAFETY (caller): every block index below is < x.len(), inside `row`.
+    for i in 0..pairs {
+        q4_0_block!(p.add(2 * i * 18), x.get_unchecked(2 * i), acc0, lo, eight, ones);
+        q4_0_block!(p.add((2 * i + 1) * 18), x.get_unchecked(2 * i + 1), acc1, lo, eight, ones);
+    }
+    if x.len() % 2 == 1 {
+        let i = x.len() - 1;
+        q4_0_block!(p.add(i * 18), x.get_unchecked(i), acc0, lo, eight, ones);
+    }
+    hsum(_mm256_add_ps(acc0, acc1))
+}
+
+/// Eight interleaved Q4_0 rows at once (layout in [`super::QMatrix`]): each
+/// 32-byte load holds 4 bytes of every row, so one `maddubs` with 4
+/// activation bytes broadcast advances all eight rows, the eight scales are
+/// one `vcvtph2ps`, and no horizontal sum is needed. Nibbles stay unsigned
+/// (0..15) and `8 * sum(y)` is subtracted once per block. The eight i16
+/// partial sums of a block stay below 8 × 2 × 15 × 128 = 30720, inside i16.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    let lo = _mm256_set1_epi8(0x0f);
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = _mm256_setzero_ps();
+    let p = group.as_ptr();
+    for (b, y) in x.iter().enumerate() {
+        // SAFETY (caller): block column b of the group lies inside `group`.
+        let blk = p.add(b * 144);
+        let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
+        let yq = y.qs.as_ptr() as *const i32;
+        let mut s16 = _mm256_setzero_si256();
+        for m in 0..4 {
+            let pk = _mm256_loadu_si256(blk.add(16 + 32 * m) as *const __m256i);
+            let l = _mm256_and_si256(pk, lo);
+            let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
+            let yl = _mm256_set1_epi32(yq.add(m).read_unaligned());
+            let yh = _mm256_set1_epi32(yq.add(4 + m).read_unaligned());
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(l, yl));
+            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(h, yh));
+        }
+        let s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(8 * y.sum));
+        acc = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(y.d)), _mm256_cvtepi32_ps(s32), acc);
+    }
+    _mm256_storeu_ps(out.as_mut_ptr(), acc);
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
+    const BB: usize = 2 + BLOCK;
+    let ones = _mm256_set1_epi16(1);
+    let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let p = row.as_ptr();
+    let pairs = x.len() / 2;
+    // SAFETY (caller): every block index below is < x.len(), inside `row`.
+    for i in 0..pairs {
+        q8_0_block!(p.add(2 * i * BB), x.get_unchecked(2 * i), acc0, ones);
+        q8_0_block!(p.add((2 * i + 1) * BB), x.get_unchecked(2 * i + 1), acc1, ones);
+    }
+    if x.len() % 2 == 1 {
+        let i = x.len() - 1;
+        q8_0_block!(p.add(i * BB), x.get_unchecked(i), acc0, ones);
+    }
+    hsum(_mm256_add_ps(acc0, acc1))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len();
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, acc) in acc.iter_mut().enumerate() {
+            let va = _mm256_loadu_ps(a.as_ptr().add(i + 8 * k));
+            let vb = _mm256_loadu_ps(b.as_ptr().add(i + 8 * k));
+            *acc = _mm256_fmadd_ps(va, vb, *acc);
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a.as_ptr().add(i)), _mm256_loadu_ps(b.as_ptr().add(i)), acc[0]);
+        i += 8;
+    }
+    let mut s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    while i < n {
+        s += a[i] * b[i];
+        i += 1;
+    }
+    s
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    let n = x.len();
+    let va = _mm256_set1_ps(a);
+    let mut i = 0;
+    while i + 8 <= n {
+        let py = y.as_mut_ptr().add(i);
+        _mm256_storeu_ps(py, _mm256_fmadd_ps(va, _mm256_loadu_ps(x.as_ptr().add(i)), _mm256_loadu_ps(py)));
+        i += 8;
+    }
+    while i < n {
+        y[i] += a * x[i];
+        i += 1;
+    }
+}

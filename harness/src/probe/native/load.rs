@@ -1,0 +1,183 @@
+//! Reading a Qwen3 GGUF into the native engine's weights: candle-core parses
+//! the header; tensor bytes are read straight into their final buffers, so
+//! the resident model is the file's tensors and nothing else.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use candle_core::quantized::{gguf_file, GgmlDType};
+
+use crate::kernels::{QMatrix, WeightType};
+use crate::probe::engine::EngineError;
+
+/// Hyper-parameters read from the file's `qwen3.*` metadata.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// Hidden width.
+    pub hidden: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads.
+    pub kv_heads: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// FFN width.
+    pub ffn: usize,
+    /// Vocabulary.
+    pub vocab: usize,
+    /// Decoder layers.
+    pub layers: usize,
+    /// RMSNorm epsilon.
+    pub eps: f32,
+    /// RoPE base.
+    pub theta: f32,
+}
+
+/// One decoder layer.
+pub struct Layer {
+    pub(super) attn_norm: Vec<f32>,
+    pub(super) q_norm: Vec<f32>,
+    pub(super) k_norm: Vec<f32>,
+    pub(super) ffn_norm: Vec<f32>,
+    pub(super) wq: QMatrix,
+    pub(super) wk: QMatrix,
+    pub(super) wv: QMatrix,
+    pub(super) wo: QMatrix,
+    pub(super) gate: QMatrix,
+    pub(super) up: QMatrix,
+    pub(super) down: QMatrix,
+}
+
+/// Everything read from the file.
+pub struct Weights {
+    pub(super) cfg: Config,
+    pub(super) embed: QMatrix,
+    /// `None` when the output layer is tied to the embedding.
+    pub(super) output: Option<QMatrix>,
+    pub(super) out_norm: Vec<f32>,
+    pub(super) layers: Vec<Layer>,
+}
+
+/// Why a file cannot run on the native engine (the caller may fall back).
+#[derive(Debug)]
+pub enum LoadError {
+    /// A tensor type without a native kernel.
+    Unsupported(String),
+    /// Anything else.
+    Engine(EngineError),
+}
+
+impl LoadError {
+    /// As an engine error (for callers that cannot fall back).
+    pub fn into_engine(self) -> EngineError {
+        match self {
+            LoadError::Unsupported(why) => EngineError(why),
+            LoadError::Engine(e) => e,
+        }
+    }
+}
+
+impl From<EngineError> for LoadError {
+    fn from(e: EngineError) -> Self {
+        LoadError::Engine(e)
+    }
+}
+
+struct Reader {
+    file: File,
+    infos: HashMap<String, gguf_file::TensorInfo>,
+    base: u64,
+}
+
+impl Reader {
+    fn bytes(&mut self, name: &str) -> Result<(GgmlDType, Vec<usize>, Vec<u8>), EngineError> {
+        let info = self.infos.get(name).ok_or_else(|| EngineError(format!("tensor `{name}` missing")))?;
+        let (dtype, dims) = (info.ggml_dtype, info.shape.dims().to_vec());
+        let elems: usize = dims.iter().product();
+        let len = elems / dtype.block_size() * dtype.type_size();
+        let mut buf = vec![0u8; len];
+        self.file.seek(SeekFrom::Start(self.base + info.offset)).map_err(|e| EngineError(e.to_string()))?;
+        self.file.read_exact(&mut buf).map_err(|e| EngineError(format!("reading `{name}`: {e}")))?;
+        Ok((dtype, dims, buf))
+    }
+
+    fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
+        let (dtype, dims, buf) = self.bytes(name)?;
+        let kind = match dtype {
+            GgmlDType::Q4_0 => WeightType::Q4_0,
+            GgmlDType::Q8_0 => WeightType::Q8_0,
+            other => {
+                return Err(LoadError::Unsupported(format!(
+                    "`{name}` is {other:?}; the native kernels cover q4_0 and q8_0"
+                )))
+            }
+        };
+        let [rows, cols] = dims[..] else {
+            return Err(EngineError(format!("`{name}` has {} dimensions, expected 2", dims.len())).into());
+        };
+        QMatrix::new(kind, rows, cols, buf).map_err(|e| EngineError(format!("`{name}`: {e}")).into())
+    }
+
+    fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, EngineError> {
+        let (dtype, dims, buf) = self.bytes(name)?;
+        if dtype != GgmlDType::F32 || dims.iter().product::<usize>() != len {
+            return Err(EngineError(format!("`{name}` should be {len} f32 values, is {dtype:?} {dims:?}")));
+        }
+        Ok(buf.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+}
+
+/// Read a Qwen3 GGUF.
+pub fn read(path: &Path) -> Result<Weights, LoadError> {
+    let ee = |e: candle_core::Error| EngineError(format!("{}: {e}", path.display()));
+    let mut file = File::open(path).map_err(|e| EngineError(format!("{}: {e}", path.display())))?;
+    let content = gguf_file::Content::read(&mut file).map_err(ee)?;
+    let md = |k: &str| content.metadata.get(k).ok_or_else(|| EngineError(format!("metadata `{k}` missing")));
+    let u = |k: &str| -> Result<usize, EngineError> { Ok(md(k)?.to_u32().map_err(ee)? as usize) };
+    let f = |k: &str| -> Result<f32, EngineError> { md(k)?.to_f32().map_err(ee) };
+    let heads = u("qwen3.attention.head_count")?;
+    let hidden = u("qwen3.embedding_length")?;
+    let head_dim = match md("qwen3.attention.key_length") {
+        Ok(v) => v.to_u32().map_err(ee)? as usize,
+        Err(_) => hidden / heads,
+    };
+    let mut cfg = Config {
+        hidden,
+        heads,
+        kv_heads: u("qwen3.attention.head_count_kv")?,
+        head_dim,
+        ffn: u("qwen3.feed_forward_length")?,
+        vocab: 0,
+        layers: u("qwen3.block_count")?,
+        eps: f("qwen3.attention.layer_norm_rms_epsilon")?,
+        theta: f("qwen3.rope.freq_base")?,
+    };
+    let mut r = Reader { file, infos: content.tensor_infos, base: content.tensor_data_offset };
+    let embed = r.matrix("token_embd.weight")?;
+    cfg.vocab = embed.rows;
+    if cfg.heads % cfg.kv_heads.max(1) != 0 || cfg.kv_heads == 0 || cfg.head_dim % 2 != 0 {
+        return Err(EngineError(format!("unsupported head layout {cfg:?}")).into());
+    }
+    let mut layers = Vec::with_capacity(cfg.layers);
+    for i in 0..cfg.layers {
+        let p = format!("blk.{i}");
+        layers.push(Layer {
+            attn_norm: r.vector(&format!("{p}.attn_norm.weight"), cfg.hidden)?,
+            q_norm: r.vector(&format!("{p}.attn_q_norm.weight"), cfg.head_dim)?,
+            k_norm: r.vector(&format!("{p}.attn_k_norm.weight"), cfg.head_dim)?,
+            ffn_norm: r.vector(&format!("{p}.ffn_norm.weight"), cfg.hidden)?,
+            wq: r.matrix(&format!("{p}.attn_q.weight"))?,
+            wk: r.matrix(&format!("{p}.attn_k.weight"))?,
+            wv: r.matrix(&format!("{p}.attn_v.weight"))?,
+            wo: r.matrix(&format!("{p}.attn_output.weight"))?,
+            gate: r.matrix(&format!("{p}.ffn_gate.weight"))?,
+            up: r.matrix(&format!("{p}.ffn_up.weight"))?,
+            down: r.matrix(&format!("{p}.ffn_down.weight"))?,
+        });
+    }
+    let out_norm = r.vector("output_norm.weight", cfg.hidden)?;
+    let output = if r.infos.contains_key("output.weight") { Some(r.matrix("output.weight")?) } else { None };
+    Ok(Weights { cfg, embed, output, out_norm, layers })
+}

@@ -1,0 +1,272 @@
+//! The built-in engine's fast path: a Qwen3 decoder written for decode speed
+//! on a CPU. Weights stay in their GGUF blocks (Q4_0 or Q8_0, the embedding
+//! included, dequantized a row per looked-up token); matrix products run on
+//! [`crate::kernels`] over a persistent thread pool; every buffer, the KV
+//! cache included, is allocated once at load, so a decode step allocates
+//! nothing. The prompt runs in chunks of [`CHUNK`] tokens through the same
+//! code, which turns its matrix-vector products into matrix-matrix ones.
+
+mod load;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use crate::kernels::{self, for_each_chunk, matmul, quantize_q8, BlockQ8, Pool, BLOCK};
+
+use load::Weights;
+pub use load::{Config, LoadError};
+
+use super::engine::EngineError;
+
+/// Prompt tokens per forward pass.
+pub const CHUNK: usize = 32;
+
+/// Activations of one chunk.
+struct Scratch {
+    x: Vec<f32>,
+    xn: Vec<f32>,
+    xq: Vec<BlockQ8>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    att: Vec<f32>,
+    attq: Vec<BlockQ8>,
+    o: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    hq: Vec<BlockQ8>,
+    logits: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(c: &Config) -> Scratch {
+        let (d, qd, kd, f) = (c.hidden, c.heads * c.head_dim, c.kv_heads * c.head_dim, c.ffn);
+        let z = |n: usize| vec![0f32; CHUNK * n];
+        let zq = |n: usize| vec![BlockQ8::default(); CHUNK * n / BLOCK];
+        Scratch {
+            x: z(d),
+            xn: z(d),
+            xq: zq(d),
+            q: z(qd),
+            k: z(kd),
+            v: z(kd),
+            att: z(qd),
+            attq: zq(qd),
+            o: z(d),
+            gate: z(f),
+            up: z(f),
+            hq: zq(f),
+            logits: vec![0f32; c.vocab],
+        }
+    }
+}
+
+/// A loaded model with its KV cache and thread pool.
+pub struct NativeModel {
+    w: Weights,
+    pool: Pool,
+    /// Per layer: keys and values, `context × kv_heads × head_dim` each.
+    kv: Vec<(Vec<f32>, Vec<f32>)>,
+    context: usize,
+    /// `context × head_dim / 2` cosines, then as many sines.
+    rope: (Vec<f32>, Vec<f32>),
+    s: Scratch,
+    /// Attention scores, one buffer per thread.
+    scores: Vec<Mutex<Vec<f32>>>,
+}
+
+impl NativeModel {
+    /// Load `path` for at most `context` positions on `threads` threads.
+    pub fn load(path: &Path, threads: usize, context: usize) -> Result<NativeModel, LoadError> {
+        let w = load::read(path)?;
+        let c = w.cfg;
+        for (what, n) in [("hidden", c.hidden), ("heads x head-dim", c.heads * c.head_dim), ("ffn", c.ffn)] {
+            if n % BLOCK != 0 {
+                return Err(LoadError::Unsupported(format!("{what} = {n} is not a multiple of {BLOCK}")));
+            }
+        }
+        let kvw = c.kv_heads * c.head_dim;
+        let kv = (0..c.layers).map(|_| (vec![0f32; context * kvw], vec![0f32; context * kvw])).collect();
+        let half = c.head_dim / 2;
+        let (mut cos, mut sin) = (Vec::with_capacity(context * half), Vec::with_capacity(context * half));
+        for p in 0..context {
+            for i in 0..half {
+                let inv = 1.0 / (c.theta as f64).powf((2 * i) as f64 / c.head_dim as f64);
+                let a = (p as f64 * inv) as f32;
+                cos.push(a.cos());
+                sin.push(a.sin());
+            }
+        }
+        let pool = Pool::new(threads.max(1));
+        let scores = (0..pool.threads()).map(|_| Mutex::new(vec![0f32; context])).collect();
+        Ok(NativeModel { s: Scratch::new(&c), w, pool, kv, context, rope: (cos, sin), scores })
+    }
+
+    /// The file's hyper-parameters.
+    pub fn config(&self) -> Config {
+        self.w.cfg
+    }
+
+    /// Logits of the last token of the last [`NativeModel::forward`].
+    pub fn logits(&self) -> &[f32] {
+        &self.s.logits
+    }
+
+    /// Run `tokens` at positions `offset..`; leaves the last token's logits
+    /// in [`NativeModel::logits`].
+    pub fn forward(&mut self, tokens: &[u32], offset: usize) -> Result<(), EngineError> {
+        if tokens.is_empty() {
+            return Err(EngineError("no tokens".into()));
+        }
+        if offset + tokens.len() > self.context {
+            return Err(EngineError(format!(
+                "positions up to {} exceed the context of {}",
+                offset + tokens.len(),
+                self.context
+            )));
+        }
+        if let Some(t) = tokens.iter().find(|t| **t as usize >= self.w.cfg.vocab) {
+            return Err(EngineError(format!("token {t} is outside the vocabulary of {}", self.w.cfg.vocab)));
+        }
+        for (i, chunk) in tokens.chunks(CHUNK).enumerate() {
+            self.chunk(chunk, offset + i * CHUNK);
+        }
+        let c = self.w.cfg;
+        let b = (tokens.len() - 1) % CHUNK;
+        let s = &mut self.s;
+        rms_norm(&s.x[b * c.hidden..(b + 1) * c.hidden], &self.w.out_norm, c.eps, &mut s.xn[..c.hidden]);
+        quantize_q8(&s.xn[..c.hidden], &mut s.xq[..c.hidden / BLOCK]);
+        let out = self.w.output.as_ref().unwrap_or(&self.w.embed);
+        matmul(&self.pool, [out], [&mut s.logits[..]], &s.xq[..c.hidden / BLOCK], 1);
+        Ok(())
+    }
+
+    fn chunk(&mut self, tokens: &[u32], pos0: usize) {
+        let c = self.w.cfg;
+        let n = tokens.len();
+        let (d, dh, qd, kd, f) = (c.hidden, c.head_dim, c.heads * c.head_dim, c.kv_heads * c.head_dim, c.ffn);
+        let s = &mut self.s;
+        for (b, t) in tokens.iter().enumerate() {
+            self.w.embed.dequantize_row(*t as usize, &mut s.x[b * d..(b + 1) * d]);
+        }
+        for (layer, (kc, vc)) in self.w.layers.iter().zip(self.kv.iter_mut()) {
+            // Attention block.
+            for b in 0..n {
+                rms_norm(&s.x[b * d..(b + 1) * d], &layer.attn_norm, c.eps, &mut s.xn[b * d..(b + 1) * d]);
+            }
+            quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / BLOCK]);
+            matmul(
+                &self.pool,
+                [&layer.wq, &layer.wk, &layer.wv],
+                [&mut s.q[..n * qd], &mut s.k[..n * kd], &mut s.v[..n * kd]],
+                &s.xq[..n * d / BLOCK],
+                n,
+            );
+            for b in 0..n {
+                let pos = pos0 + b;
+                for h in s.q[b * qd..(b + 1) * qd].chunks_exact_mut(dh) {
+                    rms_norm_in_place(h, &layer.q_norm, c.eps);
+                    rope(h, &self.rope, pos, dh);
+                }
+                for h in s.k[b * kd..(b + 1) * kd].chunks_exact_mut(dh) {
+                    rms_norm_in_place(h, &layer.k_norm, c.eps);
+                    rope(h, &self.rope, pos, dh);
+                }
+                kc[pos * kd..(pos + 1) * kd].copy_from_slice(&s.k[b * kd..(b + 1) * kd]);
+                vc[pos * kd..(pos + 1) * kd].copy_from_slice(&s.v[b * kd..(b + 1) * kd]);
+            }
+            let (q, kc, vc, scores) = (&s.q, &*kc, &*vc, &self.scores);
+            let group = c.heads / c.kv_heads;
+            let scale = 1.0 / (dh as f32).sqrt();
+            for_each_chunk(&self.pool, &mut s.att[..n * qd], dh, &|t, i, out| {
+                let (b, h) = (i / c.heads, i % c.heads);
+                let g = h / group;
+                let qh = &q[i * dh..(i + 1) * dh];
+                let mut sc = scores[t].lock().unwrap_or_else(|e| e.into_inner());
+                let len = pos0 + b + 1;
+                let sc = &mut sc[..len];
+                let mut max = f32::NEG_INFINITY;
+                for (p, sv) in sc.iter_mut().enumerate() {
+                    *sv = kernels::dot_f32(qh, &kc[p * kd + g * dh..p * kd + (g + 1) * dh]) * scale;
+                    max = max.max(*sv);
+                }
+                let mut sum = 0.0;
+                for sv in sc.iter_mut() {
+                    *sv = (*sv - max).exp();
+                    sum += *sv;
+                }
+                out.fill(0.0);
+                for (p, sv) in sc.iter().enumerate() {
+                    kernels::axpy(sv / sum, &vc[p * kd + g * dh..p * kd + (g + 1) * dh], out);
+                }
+            });
+            quantize_q8(&s.att[..n * qd], &mut s.attq[..n * qd / BLOCK]);
+            matmul(&self.pool, [&layer.wo], [&mut s.o[..n * d]], &s.attq[..n * qd / BLOCK], n);
+            add(&mut s.x[..n * d], &s.o[..n * d]);
+            // Feed-forward block.
+            for b in 0..n {
+                rms_norm(&s.x[b * d..(b + 1) * d], &layer.ffn_norm, c.eps, &mut s.xn[b * d..(b + 1) * d]);
+            }
+            quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / BLOCK]);
+            matmul(
+                &self.pool,
+                [&layer.gate, &layer.up],
+                [&mut s.gate[..n * f], &mut s.up[..n * f]],
+                &s.xq[..n * d / BLOCK],
+                n,
+            );
+            for (g, u) in s.gate[..n * f].iter_mut().zip(&s.up[..n * f]) {
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+            quantize_q8(&s.gate[..n * f], &mut s.hq[..n * f / BLOCK]);
+            matmul(&self.pool, [&layer.down], [&mut s.o[..n * d]], &s.hq[..n * f / BLOCK], n);
+            add(&mut s.x[..n * d], &s.o[..n * d]);
+        }
+    }
+}
+
+fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
+    let ms = kernels::dot_f32(x, x) / x.len() as f32;
+    let r = 1.0 / (ms + eps).sqrt();
+    for ((o, xi), wi) in out.iter_mut().zip(x).zip(w) {
+        *o = xi * r * wi;
+    }
+}
+
+fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
+    let ms = kernels::dot_f32(x, x) / x.len() as f32;
+    let r = 1.0 / (ms + eps).sqrt();
+    for (xi, wi) in x.iter_mut().zip(w) {
+        *xi *= r * wi;
+    }
+}
+
+/// Rotate the two halves of a head (GPT-NeoX style, as llama.cpp's and
+/// candle's Qwen3).
+fn rope(x: &mut [f32], table: &(Vec<f32>, Vec<f32>), pos: usize, dh: usize) {
+    let half = dh / 2;
+    let (cos, sin) = (&table.0[pos * half..(pos + 1) * half], &table.1[pos * half..(pos + 1) * half]);
+    for i in 0..half {
+        let (a, b) = (x[i], x[i + half]);
+        x[i] = a * cos[i] - b * sin[i];
+        x[i + half] = a * sin[i] + b * cos[i];
+    }
+}
+
+fn add(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+impl super::Engine for NativeModel {
+    fn reset(&mut self) -> Result<(), EngineError> {
+        // Positions are overwritten before they are read; nothing to clear.
+        Ok(())
+    }
+
+    fn step(&mut self, tokens: &[u32], offset: usize) -> Result<u32, EngineError> {
+        self.forward(tokens, offset)?;
+        Ok(kernels::argmax(&self.s.logits) as u32)
+    }
+}
