@@ -1,5 +1,6 @@
-//! One decode step per preset and engine, at a context of 128-192 tokens
-//! (prefilled outside the timed region). Builds the model files into the
+//! One decode step per preset and engine (candle, candle-transformers, and
+//! llama.cpp with `--features llama`), at a context of 128-192 tokens
+//! (prefilled outside the timed region); and the probe's own overhead. Builds the model files into the
 //! cache first (`~/.cache/pocketbench`, or `$POCKETBENCH_CACHE`).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
@@ -8,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pocketbench::arch::preset;
-use pocketbench::probe::engine::CandleModel;
-use pocketbench::probe::{cache_dir, model_file, Engine};
+use pocketbench::kernels::argmax;
+use pocketbench::probe::engine::{CandleModel, EngineError};
+use pocketbench::probe::native::NativeModel;
+use pocketbench::probe::{cache_dir, decode_loop, model_file, Engine};
 
 const CONTEXT: usize = 128;
 const WINDOW: usize = 64;
@@ -47,12 +50,19 @@ fn step(c: &mut Criterion, name: &str, engine: &str, m: &mut dyn Engine) {
     g.finish();
 }
 
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn bench(c: &mut Criterion) {
     for name in ["mnn-pocket-0.3b", "qwen3-0.6b"] {
         let shape = preset(name).expect("preset").shape;
         let path = model_file(&shape, &cache_dir()).expect("model file");
-        let mut m = CandleModel::load(&path).expect("candle load");
+        let mut m = NativeModel::load(&path, threads(), CONTEXT + WINDOW).expect("native load");
         step(c, name, "candle", &mut m);
+        drop(m);
+        let mut m = CandleModel::load(&path).expect("candle-transformers load");
+        step(c, name, "candle-transformers", &mut m);
         drop(m);
         #[cfg(feature = "llama")]
         {
@@ -61,14 +71,44 @@ fn bench(c: &mut Criterion) {
                 model: path.clone(),
                 workload: pocketbench::workload::Workload::new(CONTEXT as u32, 8, None).expect("workload"),
                 reps: 1,
-                threads: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+                threads: threads() as u32,
                 seed: 0,
                 engine: pocketbench::probe::EngineKind::LlamaCpp,
+                timeout_s: None,
             };
             pocketbench::probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
         }
     }
 }
 
-criterion_group!(benches, bench);
+/// An engine that does nothing: what remains is the probe's own loop.
+struct Null;
+
+impl Engine for Null {
+    fn reset(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
+    fn step(&mut self, tokens: &[u32], _offset: usize) -> Result<u32, EngineError> {
+        Ok(black_box(tokens[0]))
+    }
+}
+
+/// The probe's timing loop around an engine that does nothing, per token,
+/// and the greedy argmax every engine step includes (Qwen3's 151,936
+/// logits): divide by a decode step above for the harness's share.
+fn overhead(c: &mut Criterion) {
+    let mut g = c.benchmark_group("harness-overhead");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("probe decode loop per token, null engine", |b| {
+        b.iter_custom(|iters| {
+            let mut next = 0;
+            Duration::from_secs_f64(decode_loop(&mut Null, &mut next, 0, iters as u32).expect("null engine"))
+        })
+    });
+    let logits: Vec<f32> = (0..151_936u32).map(|i| ((i * 7919) % 1000) as f32).collect();
+    g.bench_function("argmax over 151936 logits", |b| b.iter(|| argmax(black_box(&logits))));
+    g.finish();
+}
+
+criterion_group!(benches, overhead, bench);
 criterion_main!(benches);

@@ -77,6 +77,14 @@ fn copy_bw(src: &[u64], dst: &mut [u64], threads: usize, passes: usize) -> f64 {
     })
 }
 
+/// Read bandwidth, bytes per second, over a fresh buffer of `bytes` with
+/// `threads` threads, best of `passes`: the figure a probe records beside
+/// its own decode speed, so its roofline is of the same moment.
+pub fn read_bandwidth(bytes: usize, threads: usize, passes: usize) -> f64 {
+    let src: Vec<u64> = (0..(bytes / 8) as u64).collect();
+    read_bw(&src, threads.max(1), passes)
+}
+
 /// Measure with a buffer of `bytes` (two for the copy) and `passes` passes.
 pub fn measure(bytes: usize, passes: usize) -> Bandwidth {
     let n = bytes / 8;

@@ -108,6 +108,12 @@ pub struct Measurement {
     pub device_bandwidth_source: String,
     /// achieved / device bandwidth: the decode roofline fraction.
     pub bandwidth_efficiency: f64,
+    /// Read bandwidth the probe measured right after decoding, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_bandwidth_gb_s: Option<f64>,
+    /// achieved / probe bandwidth: the roofline fraction of the same moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_bandwidth_efficiency: Option<f64>,
     /// What the calibrated predictor said for the same configuration.
     pub predicted: Predicted,
     /// Everything the probe reported, raw samples included.
@@ -314,6 +320,8 @@ pub fn measured(
         device_bandwidth_gb_s: device.model.bandwidth / 1e9,
         device_bandwidth_source: device.profile.facts.bandwidth.source.clone(),
         bandwidth_efficiency: achieved / device.model.bandwidth,
+        probe_bandwidth_gb_s: probe.read_bandwidth.map(|b| b.bytes_per_s / 1e9),
+        probe_bandwidth_efficiency: probe.read_bandwidth.map(|b| achieved / b.bytes_per_s),
         predicted: pred,
         probe,
     }));

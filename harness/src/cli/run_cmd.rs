@@ -27,8 +27,11 @@ pub struct MeasureArgs {
     /// Run configurations predicted not to fit in available memory.
     #[arg(long)]
     pub force: bool,
-    /// Engine to measure through: candle (built in) or llama.cpp (built with
-    /// `--features llama`); default: the device profile's `engine.probe`.
+    /// Engine to measure through: candle (built in, native kernels),
+    /// candle-transformers (built in, the stock reference), llama.cpp (built
+    /// with `--features llama`) or llama-bench (an external command:
+    /// `$POCKETBENCH_LLAMA_BENCH` or on PATH); default: the device profile's
+    /// `engine.probe`.
     #[arg(long, value_name = "E")]
     pub engine: Option<pocketbench::probe::EngineKind>,
 }
@@ -218,6 +221,16 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
         m.device_bandwidth_gb_s,
         m.device_bandwidth_source
     );
+    if let (Some(bw), Some(eff), Some(pb)) = (m.probe_bandwidth_gb_s, m.probe_bandwidth_efficiency, m.probe.read_bandwidth) {
+        outln!(
+            "  roofline      {:>9.1}%        of {:.1} GB/s read by the probe right after decoding ({} threads, {} MiB, best of {})",
+            eff * 100.0,
+            bw,
+            pb.threads,
+            pb.buffer_bytes >> 20,
+            pb.passes
+        );
+    }
     outln!("  energy        {:>9.2} J/run   {}", r.energy_j_per_run, r.methods["energy_j_per_run"]);
     outln!(
         "  predicted     {:>9.1} tok/s decode, {:.1} MB peak ({})",

@@ -28,6 +28,11 @@ impl MemoryStatus {
     pub fn current() -> Option<Self> {
         parse_status(&std::fs::read_to_string("/proc/self/status").ok()?)
     }
+
+    /// Another process's figures (`None` once it has exited, or off Linux).
+    pub fn of(pid: u32) -> Option<Self> {
+        parse_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?)
+    }
 }
 
 #[cfg(test)]
@@ -41,5 +46,6 @@ mod tests {
         assert_eq!(parse_status("Name: x\n"), None);
         let now = MemoryStatus::current().unwrap();
         assert!(now.vm_hwm >= now.vm_rss && now.vm_rss > 0);
+        assert!(MemoryStatus::of(std::process::id()).is_some());
     }
 }

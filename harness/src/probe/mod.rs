@@ -9,6 +9,7 @@
 //! loading and running the model as an app would, not generating weights.
 
 pub mod engine;
+mod external;
 pub mod gguf;
 mod host;
 #[cfg(feature = "llama")]
@@ -51,13 +52,19 @@ pub struct ProbeSpec {
     /// The engine to measure through.
     #[serde(default)]
     pub engine: EngineKind,
+    /// The runner's timeout, seconds: external engines give up a little
+    /// before it, so no orphan outlives a killed probe.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
 }
 
 /// One repetition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Rep {
-    /// Seconds to load the model file.
-    pub load_s: f64,
+    /// Seconds to load the model file (absent when the engine does not say:
+    /// llama-bench).
+    #[serde(default)]
+    pub load_s: Option<f64>,
     /// Seconds of prefill (the whole prompt in one forward pass).
     pub prefill_s: f64,
     /// Seconds from the start of prefill to the first generated token.
@@ -99,6 +106,10 @@ pub struct ProbeResult {
     pub model_file_bytes: u64,
     /// Why energy was not measured, when it was not.
     pub energy_not_measured: Option<String>,
+    /// Read bandwidth measured in the probe process right after the
+    /// repetitions (absent in results of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bandwidth: Option<ProbeBandwidth>,
     /// The machine.
     pub host: HostFacts,
     /// The binary.
@@ -106,6 +117,35 @@ pub struct ProbeResult {
     /// How each figure was obtained.
     pub methods: BTreeMap<String, String>,
 }
+
+/// A memory read bandwidth measured by the probe itself: the roofline of
+/// the same moment, on a shared host whose bandwidth drifts over the day.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeBandwidth {
+    /// Bytes per second (best pass).
+    pub bytes_per_s: f64,
+    /// Threads reading (the probe's).
+    pub threads: u32,
+    /// Buffer size, bytes.
+    pub buffer_bytes: u64,
+    /// Passes (the best is kept).
+    pub passes: u32,
+}
+
+impl ProbeBandwidth {
+    /// Measure now with `threads` threads.
+    pub fn measure(threads: u32) -> ProbeBandwidth {
+        ProbeBandwidth {
+            bytes_per_s: crate::hostinfo::read_bandwidth(PROBE_BANDWIDTH_BYTES, threads as usize, 3),
+            threads,
+            buffer_bytes: PROBE_BANDWIDTH_BYTES as u64,
+            passes: 3,
+        }
+    }
+}
+
+/// Buffer of the probe's bandwidth pass: 256 MiB, 8x the host's L3.
+pub const PROBE_BANDWIDTH_BYTES: usize = 256 << 20;
 
 /// The probe failed.
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +207,10 @@ pub enum EngineKind {
     /// llama.cpp through the `llama-cpp-2` crate (cargo feature `llama`).
     #[serde(rename = "llama.cpp")]
     LlamaCpp,
+    /// llama.cpp's own `llama-bench` run as a command, its JSON parsed
+    /// (`$POCKETBENCH_LLAMA_BENCH` or `llama-bench` on `PATH`).
+    #[serde(rename = "llama-bench")]
+    LlamaBench,
 }
 
 impl EngineKind {
@@ -176,6 +220,7 @@ impl EngineKind {
             EngineKind::Candle => "candle",
             EngineKind::CandleTransformers => "candle-transformers",
             EngineKind::LlamaCpp => "llama.cpp",
+            EngineKind::LlamaBench => "llama-bench",
         }
     }
 
@@ -193,6 +238,7 @@ impl EngineKind {
             EngineKind::LlamaCpp => {
                 format!("llama-cpp-2 {} (llama.cpp vendored by llama-cpp-sys-2)", env!("PB_LLAMA_VERSION"))
             }
+            EngineKind::LlamaBench => "llama-bench (external; its build is recorded with each result)".into(),
         }
     }
 
@@ -201,6 +247,7 @@ impl EngineKind {
         match self {
             EngineKind::Candle | EngineKind::CandleTransformers => true,
             EngineKind::LlamaCpp => cfg!(feature = "llama"),
+            EngineKind::LlamaBench => crate::external::llama_bench::locate().is_some(),
         }
     }
 }
@@ -212,7 +259,8 @@ impl std::str::FromStr for EngineKind {
             "candle" => Ok(EngineKind::Candle),
             "candle-transformers" => Ok(EngineKind::CandleTransformers),
             "llama.cpp" | "llama" | "llamacpp" => Ok(EngineKind::LlamaCpp),
-            other => Err(format!("unknown engine `{other}` (candle, candle-transformers, llama.cpp)")),
+            "llama-bench" => Ok(EngineKind::LlamaBench),
+            other => Err(format!("unknown engine `{other}` (candle, candle-transformers, llama.cpp, llama-bench)")),
         }
     }
 }
@@ -224,11 +272,20 @@ fn run_once(m: &mut dyn Engine, tokens: &[u32], gen: u32) -> Result<(f64, f64, f
     let mut next = m.step(tokens, 0)?;
     let prefill = t0.elapsed().as_secs_f64();
     let ttft = prefill; // the first token is the argmax of the prefill's logits
-    let t1 = Instant::now();
+    let decode = decode_loop(m, &mut next, tokens.len(), gen)?;
+    Ok((prefill, ttft, decode))
+}
+
+/// The timed decode loop: `gen` greedy steps from position `offset`, each
+/// fed the previous token; returns seconds. Two clock reads per run and one
+/// virtual call per token are all it adds to the engine's own work (the
+/// `decode` benchmark times it around an engine that does nothing).
+pub fn decode_loop(m: &mut dyn Engine, next: &mut u32, offset: usize, gen: u32) -> Result<f64, ProbeError> {
+    let t = Instant::now();
     for i in 0..gen as usize {
-        next = m.step(&[next], tokens.len() + i)?;
+        *next = m.step(&[*next], offset + i)?;
     }
-    Ok((prefill, ttft, t1.elapsed().as_secs_f64()))
+    Ok(t.elapsed().as_secs_f64())
 }
 
 /// The engine-independent part of a probe: warm-up, timed repetitions with
@@ -256,7 +313,7 @@ fn measure(
             None => None,
         };
         reps.push(Rep {
-            load_s: first_load_s,
+            load_s: Some(first_load_s),
             prefill_s,
             ttft_s,
             decode_s,
@@ -269,7 +326,7 @@ fn measure(
     // the allocator's reuse of a freed one, is not what an app pays.
     let peak = MemoryStatus::current().map_or(0, |m| m.vm_hwm);
     for rep in reps.iter_mut().skip(1) {
-        rep.load_s = reload()?;
+        rep.load_s = Some(reload()?);
     }
     Ok((reps, peak))
 }
@@ -298,10 +355,15 @@ pub fn run(
 ) -> Result<ProbeResult, ProbeError> {
     spec.validate()?;
     if !spec.engine.available() {
-        return Err(ProbeError::Spec(format!(
-            "this binary was built without the {} engine (rebuild with `--features llama`)",
-            spec.engine.name()
-        )));
+        return Err(ProbeError::Spec(match spec.engine {
+            EngineKind::LlamaBench => {
+                "llama-bench not found: set POCKETBENCH_LLAMA_BENCH to its path or put it on PATH".into()
+            }
+            e => format!("this binary was built without the {} engine (rebuild with `--features llama`)", e.name()),
+        }));
+    }
+    if spec.engine == EngineKind::LlamaBench {
+        return external::run(spec, energy_not_measured);
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
     let mut engine = spec.engine;
@@ -336,7 +398,10 @@ pub fn run(
         }
         #[cfg(not(feature = "llama"))]
         EngineKind::LlamaCpp => unreachable!("checked by available()"),
+        EngineKind::LlamaBench => unreachable!("handled above"),
     };
+    // After the peak was read (inside `measure`), so the buffer is not counted.
+    let read_bandwidth = ProbeBandwidth::measure(spec.threads);
     let energy_method = match (&energy, &energy_not_measured) {
         (Some(m), _) => m.name(),
         (None, Some(why)) => format!("not measured: {why}"),
@@ -345,6 +410,10 @@ pub fn run(
     let methods = [
         ("load_s", "timer (std::time::Instant) around loading the GGUF; repetitions after the first time reloads made after the peak was read"),
         ("prefill_s", "timer around one forward pass over the whole prompt"),
+        (
+            "read_bandwidth",
+            "sum over a fresh 256 MiB buffer by the probe's threads right after the repetitions, best of 3 passes (timer)",
+        ),
         ("ttft_s", "timer from the start of prefill to the greedy first token"),
         ("decode_s", "timer around `gen` single-token forward passes with the KV cache, argmax included"),
         (
@@ -369,6 +438,7 @@ pub fn run(
         peak_increase_bytes: peak.saturating_sub(baseline),
         model_file_bytes: std::fs::metadata(&spec.model).map_or(0, |m| m.len()),
         energy_not_measured: if energy.is_none() { energy_not_measured.or(Some("no meter".into())) } else { None },
+        read_bandwidth: Some(read_bandwidth),
         host: HostFacts::collect(),
         build: BuildInfo::current(),
         methods,

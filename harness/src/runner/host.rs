@@ -70,6 +70,7 @@ impl Runner for HostRunner {
             threads: job.threads,
             seed: probe::seed_of(&job.shape),
             engine: job.engine,
+            timeout_s: Some(job.timeout.as_secs_f64()),
         };
         let spec_path = dir.path().join("spec.json");
         let out_path = dir.path().join("result.json");
