@@ -114,9 +114,7 @@ mod as_engine {
         let model = p.engine_version.split("-m ").nth(1).unwrap().split(' ').next().unwrap().to_string();
         assert_eq!(
             log,
-            format!(
-                "-p 64 -n 0 -d 0 -m {model} -t 2 -r 3 -o json\n-p 0 -n 16 -d 64 -m {model} -t 2 -r 3 -o json\n"
-            )
+            format!("-p 64 -n 0 -d 0 -m {model} -t 2 -r 3 -o json\n-p 0 -n 16 -d 64 -m {model} -t 2 -r 3 -o json\n")
         );
     }
 

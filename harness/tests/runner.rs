@@ -96,10 +96,10 @@ fn the_real_probe_measures_a_tiny_model() {
     assert_eq!(p.reps.len(), 2);
     assert_eq!(p.config_id, j.shape.id());
     assert_eq!(p.engine, "candle");
-    assert!(p
-        .reps
-        .iter()
-        .all(|x| x.decode_tok_s > 0.0 && x.prefill_s > 0.0 && x.ttft_s >= x.prefill_s && x.load_s.is_some_and(|l| l > 0.0)));
+    assert!(p.reps.iter().all(|x| x.decode_tok_s > 0.0
+        && x.prefill_s > 0.0
+        && x.ttft_s >= x.prefill_s
+        && x.load_s.is_some_and(|l| l > 0.0)));
     assert!(p.read_bandwidth.is_some_and(|b| b.bytes_per_s > 1e8 && b.threads == 1));
     assert!(p.peak_hwm_bytes > p.baseline_rss_bytes && p.peak_increase_bytes > 0);
     assert!(p.model_file_bytes > 0);

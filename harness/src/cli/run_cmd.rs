@@ -221,7 +221,9 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
         m.device_bandwidth_gb_s,
         m.device_bandwidth_source
     );
-    if let (Some(bw), Some(eff), Some(pb)) = (m.probe_bandwidth_gb_s, m.probe_bandwidth_efficiency, m.probe.read_bandwidth) {
+    if let (Some(bw), Some(eff), Some(pb)) =
+        (m.probe_bandwidth_gb_s, m.probe_bandwidth_efficiency, m.probe.read_bandwidth)
+    {
         outln!(
             "  roofline      {:>9.1}%        of {:.1} GB/s read by the probe right after decoding ({} threads, {} MiB, best of {})",
             eff * 100.0,

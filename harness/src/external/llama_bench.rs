@@ -175,7 +175,8 @@ pub fn run(inv: &Invocation<'_>) -> Result<Output, RunError> {
         peak = peak.max(hwm);
         tests.extend(parse(&text)?);
     }
-    let find = |name: String, f: &dyn Fn(&Test) -> bool| tests.iter().find(|t| f(t)).cloned().ok_or(RunError::Missing(name));
+    let find =
+        |name: String, f: &dyn Fn(&Test) -> bool| tests.iter().find(|t| f(t)).cloned().ok_or(RunError::Missing(name));
     let prefill = find(format!("pp{}", inv.prompt), &|t| t.n_prompt == inv.prompt && t.n_gen == 0)?;
     let decode = find(format!("tg{}@d{}", inv.gen, inv.prompt), &|t| {
         t.n_prompt == 0 && t.n_gen == inv.gen && t.n_depth == inv.prompt

@@ -18,6 +18,7 @@
 //! block states why it is sound.
 #![allow(unsafe_code)]
 
+mod attention;
 mod matmul;
 mod pool;
 mod scalar;
@@ -26,6 +27,7 @@ mod x86;
 
 use std::sync::OnceLock;
 
+pub use attention::{attend, KvRows};
 pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType};
 pub use pool::Pool;
 
@@ -164,6 +166,32 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
         Isa::Avx2 => unsafe { x86::axpy(a, x, y) },
         _ => scalar::axpy(a, x, y),
     }
+}
+
+/// Halves (as bits) to f32; `dst` as long as `src`.
+pub fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len(), "f16_to_f32_slice: length mismatch");
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::f16_to_f32_slice(src, dst) },
+        _ => scalar::f16_to_f32_slice(src, dst),
+    }
+}
+
+/// In-place softmax (max-subtracted).
+pub fn softmax(xs: &mut [f32]) {
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::softmax(xs) },
+        _ => scalar::softmax(xs),
+    }
+}
+
+/// f32 to IEEE half bits (round to nearest even).
+pub fn f32_to_f16(v: f32) -> u16 {
+    half::f16::from_f32(v).to_bits()
 }
 
 /// An IEEE half (as stored in ggml blocks) to f32.

@@ -62,3 +62,21 @@ pub(super) fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
         *yi += a * xi;
     }
 }
+
+pub(super) fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = f16_to_f32(*s);
+    }
+}
+
+pub(super) fn softmax(xs: &mut [f32]) {
+    let max = xs.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+    let mut sum = 0.0;
+    for v in xs.iter_mut() {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    for v in xs.iter_mut() {
+        *v /= sum;
+    }
+}

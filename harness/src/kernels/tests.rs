@@ -200,3 +200,56 @@ fn argmax_takes_the_first_of_equals() {
     assert_eq!(argmax(&[1.0, 3.0, 3.0, -1.0]), 1);
     assert_eq!(argmax(&[]), 0);
 }
+
+#[test]
+fn softmax_and_half_conversion_match_the_portable_ones() {
+    let mut r = rng();
+    for n in [1, 7, 8, 9, 64, 1029] {
+        let x: Vec<f32> = (0..n).map(|_| r.random_range(-30.0f32..30.0)).collect();
+        let (mut a, mut b) = (x.clone(), x.clone());
+        softmax(&mut a);
+        scalar::softmax(&mut b);
+        for (p, q) in a.iter().zip(&b) {
+            assert!((p - q).abs() <= 1e-6 + 1e-5 * q.abs(), "n={n}: {p} vs {q}");
+        }
+        assert!((a.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        let h: Vec<u16> = x.iter().map(|v| f32_to_f16(*v)).collect();
+        let (mut c, mut d) = (vec![0f32; n], vec![0f32; n]);
+        f16_to_f32_slice(&h, &mut c);
+        scalar::f16_to_f32_slice(&h, &mut d);
+        assert_eq!(c, d);
+        assert!(c.iter().zip(&x).all(|(p, q)| (p - q).abs() <= 0.02));
+    }
+    // Very negative inputs underflow to zero, not to garbage.
+    let mut t = [0.0, -200.0, -1000.0, 0.0, -90.0, -87.0, -50.0, -10.0];
+    softmax(&mut t);
+    assert!((t[0] - 0.5).abs() < 1e-4 && t[1] < 1e-30 && t[2] < 1e-30);
+}
+
+#[test]
+fn grouped_attention_equals_one_head_at_a_time() {
+    let mut r = rng();
+    // Head widths through the 64-wide register path, the 8-wide loop and a tail.
+    for (dh, group, kvh, len) in [(16, 3, 2, 37), (128, 2, 2, 9), (72, 1, 3, 5), (68, 2, 1, 1)] {
+        let stride = kvh * dh;
+        let kc: Vec<u16> = (0..len * stride).map(|_| f32_to_f16(r.random_range(-1.0f32..1.0))).collect();
+        let vc: Vec<u16> = (0..len * stride).map(|_| f32_to_f16(r.random_range(-1.0f32..1.0))).collect();
+        let q: Vec<f32> = (0..group * dh).map(|_| r.random_range(-1.0f32..1.0)).collect();
+        let g = kvh - 1;
+        let (mut scores, mut row, mut out) = (vec![0f32; len], vec![0f32; dh], vec![0f32; group * dh]);
+        let rows = |data| KvRows { data, stride, offset: g * dh };
+        attend(&q, rows(&kc), rows(&vc), len, 0.25, &mut scores, &mut row, &mut out);
+        for h in 0..group {
+            let qh = &q[h * dh..(h + 1) * dh];
+            let at = |c: &[u16], p: usize, j: usize| f16_to_f32(c[p * stride + g * dh + j]);
+            let s: Vec<f32> = (0..len).map(|p| (0..dh).map(|j| qh[j] * at(&kc, p, j)).sum::<f32>() * 0.25).collect();
+            let m = s.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b));
+            let e: Vec<f32> = s.iter().map(|v| (v - m).exp()).collect();
+            let z: f32 = e.iter().sum();
+            for j in 0..dh {
+                let want: f32 = (0..len).map(|p| e[p] / z * at(&vc, p, j)).sum();
+                assert!((out[h * dh + j] - want).abs() < 1e-4, "dh {dh} head {h} dim {j}");
+            }
+        }
+    }
+}

@@ -176,3 +176,144 @@ pub(super) unsafe fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
         i += 1;
     }
 }
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
+    let n = src.len();
+    let mut i = 0;
+    while i + 8 <= n {
+        let h = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
+        _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+        i += 8;
+    }
+    for (d, s) in dst[i..n].iter_mut().zip(&src[i..n]) {
+        *d = super::f16_to_f32(*s);
+    }
+}
+
+/// e^x for eight lanes (Cephes' expf: x = n ln 2 + r, a degree-5 polynomial
+/// in r, 2^n built in the exponent bits); relative error about 1e-7 on
+/// [-87, 88]. Inputs below -87 give 0 through the clamp's tiny result.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn exp8(x: __m256) -> __m256 {
+    let x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.376_26)), _mm256_set1_ps(-87.336_55));
+    let fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)), _MM_FROUND_TO_NEAREST_INT);
+    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693_359_4), x);
+    let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.121_944_4e-4), r);
+    let mut y = _mm256_set1_ps(1.987_569_1e-4);
+    for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
+        y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(c));
+    }
+    let y = _mm256_add_ps(_mm256_fmadd_ps(y, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0));
+    let pow2 = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
+    _mm256_mul_ps(y, _mm256_castsi256_ps(pow2))
+}
+
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn softmax(xs: &mut [f32]) {
+    let n = xs.len();
+    let max = xs.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+    let vmax = _mm256_set1_ps(max);
+    let mut acc = _mm256_setzero_ps();
+    let mut i = 0;
+    while i + 8 <= n {
+        let p = xs.as_mut_ptr().add(i);
+        let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
+        _mm256_storeu_ps(p, e);
+        acc = _mm256_add_ps(acc, e);
+        i += 8;
+    }
+    let mut sum = hsum(acc);
+    for v in &mut xs[i..] {
+        *v = (*v - max).exp();
+        sum += *v;
+    }
+    let inv = _mm256_set1_ps(1.0 / sum);
+    let mut i = 0;
+    while i + 8 <= n {
+        let p = xs.as_mut_ptr().add(i);
+        _mm256_storeu_ps(p, _mm256_mul_ps(_mm256_loadu_ps(p), inv));
+        i += 8;
+    }
+    for v in &mut xs[i..] {
+        *v /= sum;
+    }
+}
+
+/// `out[p] = scale * q · k[p]` over f16 key rows at `offset + p * stride`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn scores_f16(q: &[f32], data: &[u16], stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
+    let dh = q.len();
+    let qp = q.as_ptr();
+    for (p, o) in out.iter_mut().enumerate() {
+        // SAFETY (caller): every row read lies inside `data`.
+        let base = data.as_ptr().add(p * stride + offset);
+        let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut j = 0;
+        while j + 16 <= dh {
+            a0 = _mm256_fmadd_ps(
+                _mm256_loadu_ps(qp.add(j)),
+                _mm256_cvtph_ps(_mm_loadu_si128(base.add(j) as *const __m128i)),
+                a0,
+            );
+            a1 = _mm256_fmadd_ps(
+                _mm256_loadu_ps(qp.add(j + 8)),
+                _mm256_cvtph_ps(_mm_loadu_si128(base.add(j + 8) as *const __m128i)),
+                a1,
+            );
+            j += 16;
+        }
+        while j + 8 <= dh {
+            a0 = _mm256_fmadd_ps(
+                _mm256_loadu_ps(qp.add(j)),
+                _mm256_cvtph_ps(_mm_loadu_si128(base.add(j) as *const __m128i)),
+                a0,
+            );
+            j += 8;
+        }
+        let mut sum = hsum(_mm256_add_ps(a0, a1));
+        while j < dh {
+            sum += q[j] * super::f16_to_f32(*base.add(j));
+            j += 1;
+        }
+        *o = sum * scale;
+    }
+}
+
+/// `out = Σ_p w[p] · v[p]` over f16 value rows, accumulated in registers
+/// 64 values at a time.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn weighted_sum_f16(w: &[f32], data: &[u16], stride: usize, offset: usize, out: &mut [f32]) {
+    let dh = out.len();
+    let op = out.as_mut_ptr();
+    let mut j = 0;
+    while j + 64 <= dh {
+        let mut acc = [_mm256_setzero_ps(); 8];
+        for (p, wp) in w.iter().enumerate() {
+            // SAFETY (caller): every row read lies inside `data`.
+            let base = data.as_ptr().add(p * stride + offset + j);
+            let s = _mm256_set1_ps(*wp);
+            for (k, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_fmadd_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(base.add(8 * k) as *const __m128i)), *a);
+            }
+        }
+        for (k, a) in acc.iter().enumerate() {
+            _mm256_storeu_ps(op.add(j + 8 * k), *a);
+        }
+        j += 64;
+    }
+    while j + 8 <= dh {
+        let mut a = _mm256_setzero_ps();
+        for (p, wp) in w.iter().enumerate() {
+            let base = data.as_ptr().add(p * stride + offset + j);
+            a = _mm256_fmadd_ps(_mm256_set1_ps(*wp), _mm256_cvtph_ps(_mm_loadu_si128(base as *const __m128i)), a);
+        }
+        _mm256_storeu_ps(op.add(j), a);
+        j += 8;
+    }
+    while j < dh {
+        out[j] = w.iter().enumerate().map(|(p, wp)| wp * super::f16_to_f32(data[p * stride + offset + j])).sum();
+        j += 1;
+    }
+}

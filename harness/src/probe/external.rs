@@ -75,7 +75,9 @@ pub(super) fn run(spec: &ProbeSpec, energy_not_measured: Option<String>) -> Resu
         peak_hwm_bytes: out.peak_hwm_bytes,
         peak_increase_bytes: out.peak_hwm_bytes,
         model_file_bytes: std::fs::metadata(&spec.model).map_or(0, |m| m.len()),
-        energy_not_measured: Some(energy_not_measured.unwrap_or_else(|| "llama-bench runs as a separate process".into())),
+        energy_not_measured: Some(
+            energy_not_measured.unwrap_or_else(|| "llama-bench runs as a separate process".into()),
+        ),
         read_bandwidth: Some(super::ProbeBandwidth::measure(spec.threads)),
         host: HostFacts::collect(),
         build: BuildInfo::current(),

@@ -11,7 +11,7 @@ mod load;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::kernels::{self, for_each_chunk, matmul, quantize_q8, BlockQ8, Pool, BLOCK};
+use crate::kernels::{self, attend, f32_to_f16, for_each_chunk, matmul, quantize_q8, BlockQ8, KvRows, Pool, BLOCK};
 
 use load::Weights;
 pub use load::{Config, LoadError};
@@ -65,14 +65,15 @@ impl Scratch {
 pub struct NativeModel {
     w: Weights,
     pool: Pool,
-    /// Per layer: keys and values, `context × kv_heads × head_dim` each.
-    kv: Vec<(Vec<f32>, Vec<f32>)>,
+    /// Per layer: keys and values as f16 (as llama.cpp keeps them),
+    /// `context × kv_heads × head_dim` each.
+    kv: Vec<(Vec<u16>, Vec<u16>)>,
     context: usize,
     /// `context × head_dim / 2` cosines, then as many sines.
     rope: (Vec<f32>, Vec<f32>),
     s: Scratch,
-    /// Attention scores, one buffer per thread.
-    scores: Vec<Mutex<Vec<f32>>>,
+    /// Attention scratch per thread: one head's scores, one f32 row.
+    scratch: Vec<Mutex<(Vec<f32>, Vec<f32>)>>,
 }
 
 impl NativeModel {
@@ -86,7 +87,7 @@ impl NativeModel {
             }
         }
         let kvw = c.kv_heads * c.head_dim;
-        let kv = (0..c.layers).map(|_| (vec![0f32; context * kvw], vec![0f32; context * kvw])).collect();
+        let kv = (0..c.layers).map(|_| (vec![0u16; context * kvw], vec![0u16; context * kvw])).collect();
         let half = c.head_dim / 2;
         let (mut cos, mut sin) = (Vec::with_capacity(context * half), Vec::with_capacity(context * half));
         for p in 0..context {
@@ -98,8 +99,8 @@ impl NativeModel {
             }
         }
         let pool = Pool::new(threads.max(1));
-        let scores = (0..pool.threads()).map(|_| Mutex::new(vec![0f32; context])).collect();
-        Ok(NativeModel { s: Scratch::new(&c), w, pool, kv, context, rope: (cos, sin), scores })
+        let scratch = (0..pool.threads()).map(|_| Mutex::new((vec![0f32; context], vec![0f32; c.head_dim]))).collect();
+        Ok(NativeModel { s: Scratch::new(&c), w, pool, kv, context, rope: (cos, sin), scratch })
     }
 
     /// The file's hyper-parameters.
@@ -172,33 +173,25 @@ impl NativeModel {
                     rms_norm_in_place(h, &layer.k_norm, c.eps);
                     rope(h, &self.rope, pos, dh);
                 }
-                kc[pos * kd..(pos + 1) * kd].copy_from_slice(&s.k[b * kd..(b + 1) * kd]);
-                vc[pos * kd..(pos + 1) * kd].copy_from_slice(&s.v[b * kd..(b + 1) * kd]);
+                for (dst, src) in kc[pos * kd..(pos + 1) * kd].iter_mut().zip(&s.k[b * kd..(b + 1) * kd]) {
+                    *dst = f32_to_f16(*src);
+                }
+                for (dst, src) in vc[pos * kd..(pos + 1) * kd].iter_mut().zip(&s.v[b * kd..(b + 1) * kd]) {
+                    *dst = f32_to_f16(*src);
+                }
             }
-            let (q, kc, vc, scores) = (&s.q, &*kc, &*vc, &self.scores);
+            let (q, kc, vc, scratch) = (&s.q, &*kc, &*vc, &self.scratch);
             let group = c.heads / c.kv_heads;
             let scale = 1.0 / (dh as f32).sqrt();
-            for_each_chunk(&self.pool, &mut s.att[..n * qd], dh, &|t, i, out| {
-                let (b, h) = (i / c.heads, i % c.heads);
-                let g = h / group;
-                let qh = &q[i * dh..(i + 1) * dh];
-                let mut sc = scores[t].lock().unwrap_or_else(|e| e.into_inner());
-                let len = pos0 + b + 1;
-                let sc = &mut sc[..len];
-                let mut max = f32::NEG_INFINITY;
-                for (p, sv) in sc.iter_mut().enumerate() {
-                    *sv = kernels::dot_f32(qh, &kc[p * kd + g * dh..p * kd + (g + 1) * dh]) * scale;
-                    max = max.max(*sv);
-                }
-                let mut sum = 0.0;
-                for sv in sc.iter_mut() {
-                    *sv = (*sv - max).exp();
-                    sum += *sv;
-                }
-                out.fill(0.0);
-                for (p, sv) in sc.iter().enumerate() {
-                    kernels::axpy(sv / sum, &vc[p * kd + g * dh..p * kd + (g + 1) * dh], out);
-                }
+            // One work item per (token, KV head): its `group` query heads.
+            for_each_chunk(&self.pool, &mut s.att[..n * qd], group * dh, &|t, i, out| {
+                let (b, g) = (i / c.kv_heads, i % c.kv_heads);
+                let mut guard = scratch[t].lock().unwrap_or_else(|e| e.into_inner());
+                let (scores, row) = &mut *guard;
+                let k = KvRows { data: kc, stride: kd, offset: g * dh };
+                let v = KvRows { data: vc, stride: kd, offset: g * dh };
+                let qg = &q[i * group * dh..(i + 1) * group * dh];
+                attend(qg, k, v, pos0 + b + 1, scale, scores, row, out);
             });
             quantize_q8(&s.att[..n * qd], &mut s.attq[..n * qd / BLOCK]);
             matmul(&self.pool, [&layer.wo], [&mut s.o[..n * d]], &s.attq[..n * qd / BLOCK], n);
