@@ -332,6 +332,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// table at the end, leaving the rest of the file untouched). The fit is
 /// stale afterwards until `calibrate` runs.
 pub fn append_point(device: &Device, point: &crate::device::PointToml) -> Result<(), CalibrationError> {
+    let (path, text) = with_point(device, point)?;
+    write_atomic(&path, text.as_bytes())
+        .map_err(|e| CalibrationError::Write { path: path.display().to_string(), message: e.to_string() })
+}
+
+/// The profile file's path and its text with `point` appended, unwritten
+/// (what `calibrate --add --dry-run` fits to).
+pub fn with_point(
+    device: &Device,
+    point: &crate::device::PointToml,
+) -> Result<(std::path::PathBuf, String), CalibrationError> {
     let path = match &device.origin {
         Origin::File(p) => p.clone(),
         Origin::BuiltIn(_) => return Err(CalibrationError::NotAFile(device.id().into())),
@@ -348,7 +359,7 @@ pub fn append_point(device: &Device, point: &crate::device::PointToml) -> Result
     }
     text.push('\n');
     text.push_str(&table);
-    write_atomic(&path, text.as_bytes()).map_err(|e| werr(e.to_string()))
+    Ok((path, text))
 }
 
 /// A calibration point from a measured record: every shape field written out,

@@ -34,14 +34,9 @@ pub struct Bandwidth {
 }
 
 fn sum(chunk: &[u64]) -> u64 {
-    // Eight independent accumulators let the compiler vectorise the loop.
-    let mut acc = [0u64; 8];
-    for block in chunk.chunks_exact(8) {
-        for i in 0..8 {
-            acc[i] = acc[i].wrapping_add(block[i]);
-        }
-    }
-    acc.iter().fold(0, |a, b| a.wrapping_add(*b))
+    // AVX2 where the CPU has it: the compiler's SSE2 loop topped out near
+    // 30 GB/s per thread even inside the cache, under what decode streams.
+    crate::kernels::stream_sum(chunk)
 }
 
 fn best(passes: usize, mut f: impl FnMut() -> f64) -> f64 {

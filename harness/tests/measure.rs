@@ -191,3 +191,42 @@ fn the_llama_engine_needs_the_feature() {
         .code(2)
         .stderr(predicate::str::contains("unknown engine `mlc`"));
 }
+
+#[test]
+fn a_measured_record_becomes_a_calibration_point_and_dry_run_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let devices = d.path().join("devices");
+    std::fs::create_dir(&devices).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    std::fs::copy(repo.join("devices/host.toml"), devices.join("host.toml")).unwrap();
+    let out = pb(d.path())
+        .arg("run")
+        .args(TINY)
+        .args(["--device", "host", "--prompt", "16", "--gen", "8", "--reps", "2", "--json", "--devices-dir"])
+        .arg(&devices)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rec = d.path().join("rec.json");
+    std::fs::write(&rec, &out.stdout).unwrap();
+    let before = std::fs::read_to_string(devices.join("host.toml")).unwrap();
+    let points = |t: &str| t.matches("[[calibration]]").count();
+    let calibrate = |extra: &[&str]| {
+        pb(d.path())
+            .args(["calibrate", "--device", "host", "--devices-dir"])
+            .arg(&devices)
+            .arg("--add")
+            .arg(&rec)
+            .args(extra)
+            .assert()
+            .success()
+    };
+    calibrate(&["--holdout", "--dry-run"])
+        .stderr(predicate::str::contains("would add L2-d128"))
+        .stdout(predicate::str::contains("L2-d128-h4/2-f256-v512-q4_0 [held out]"));
+    assert_eq!(std::fs::read_to_string(devices.join("host.toml")).unwrap(), before);
+    calibrate(&["--holdout"]).stderr(predicate::str::contains("added L2-d128"));
+    let after = std::fs::read_to_string(devices.join("host.toml")).unwrap();
+    assert_eq!(points(&after), points(&before) + 1);
+    assert!(after.ends_with("holdout = true\n") || after.contains("holdout = true\n\n[calibration.model]"), "{after}");
+}

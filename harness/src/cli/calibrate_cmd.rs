@@ -35,7 +35,7 @@ pub struct CalibrateArgs {
 pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     if !a.add.is_empty() {
         let id = a.device.as_deref().unwrap_or_default();
-        let device = devices.get(id)?;
+        let mut device = devices.get(id)?.clone();
         for f in &a.add {
             let text = std::fs::read_to_string(f).map_err(|e| Usage(format!("{}: {e}", f.display())))?;
             let rec: pocketbench::record::Record =
@@ -45,15 +45,16 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
             }
             let point = pocketbench::calibrate::point_from_record(&rec, a.holdout)
                 .ok_or_else(|| Usage(format!("{}: a predicted record, not a measurement", f.display())))?;
-            pocketbench::calibrate::append_point(device, &point).map_err(pocketbench::Error::from)?;
-            eprintln!("added {} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, f.display());
+            // With --dry-run the point is added to the profile in memory only.
+            let (path, text) = pocketbench::calibrate::with_point(&device, &point).map_err(pocketbench::Error::from)?;
+            if !a.dry_run {
+                pocketbench::calibrate::append_point(&device, &point).map_err(pocketbench::Error::from)?;
+            }
+            device = pocketbench::device::parse(Origin::File(path), &text)?;
+            let how = if a.dry_run { "would add" } else { "added" };
+            eprintln!("{how} {} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, f.display());
         }
-        // The profile changed on disk: read it again before fitting.
-        let reloaded = match &device.origin {
-            Origin::File(p) => pocketbench::device::load_file(p)?,
-            Origin::BuiltIn(_) => unreachable!("append_point refuses built-in profiles"),
-        };
-        return fit_and_report(a, &[&reloaded]);
+        return fit_and_report(a, &[&device]);
     }
     let targets: Vec<_> = match &a.device {
         Some(id) => vec![devices.get(id)?],

@@ -9,14 +9,15 @@
 use super::x86;
 use super::{axpy, dot_f32, f16_to_f32_slice, isa, softmax, Isa};
 
-/// One KV head's rows in a cache laid out `[position][kv_head][head_dim]`.
+/// One KV head's rows of a layer's cache: row `p` starts at `offset + p * stride`.
 #[derive(Debug, Clone, Copy)]
 pub struct KvRows<'a> {
     /// The whole cache of one layer (keys or values), f16 bits.
     pub data: &'a [u16],
-    /// Values between consecutive positions (`kv_heads * head_dim`).
+    /// Values between consecutive positions (`head_dim` in the native
+    /// engine's head-major cache).
     pub stride: usize,
-    /// Offset of this KV head in a position (`kv_head * head_dim`).
+    /// Where position 0 of this KV head starts.
     pub offset: usize,
 }
 

@@ -179,6 +179,16 @@ pub fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
     }
 }
 
+/// Wrapping sum of `xs`: the memory-bandwidth probe's read kernel.
+pub fn stream_sum(xs: &[u64]) -> u64 {
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::stream_sum(xs) },
+        _ => scalar::stream_sum(xs),
+    }
+}
+
 /// In-place softmax (max-subtracted).
 pub fn softmax(xs: &mut [f32]) {
     match isa() {

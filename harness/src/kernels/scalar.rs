@@ -80,3 +80,16 @@ pub(super) fn softmax(xs: &mut [f32]) {
         *v /= sum;
     }
 }
+
+pub(super) fn stream_sum(xs: &[u64]) -> u64 {
+    // Eight independent accumulators let the compiler vectorise the loop.
+    let mut acc = [0u64; 8];
+    let chunks = xs.chunks_exact(8);
+    let rest = chunks.remainder();
+    for block in chunks {
+        for i in 0..8 {
+            acc[i] = acc[i].wrapping_add(block[i]);
+        }
+    }
+    acc.iter().chain(rest).fold(0, |a, b| a.wrapping_add(*b))
+}

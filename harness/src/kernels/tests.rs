@@ -253,3 +253,12 @@ fn grouped_attention_equals_one_head_at_a_time() {
         }
     }
 }
+
+#[test]
+fn stream_sum_wraps_like_the_portable_one() {
+    let xs: Vec<u64> = (0..1003u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+    let want = xs.iter().fold(0u64, |a, b| a.wrapping_add(*b));
+    assert_eq!(stream_sum(&xs), want);
+    assert_eq!(scalar::stream_sum(&xs), want);
+    assert_eq!(stream_sum(&[]), 0);
+}

@@ -317,3 +317,22 @@ pub(super) unsafe fn weighted_sum_f16(w: &[f32], data: &[u16], stride: usize, of
         j += 1;
     }
 }
+
+/// Wrapping sum of `xs` as four 64-bit lanes, 128 bytes per iteration: a
+/// read that the memory system, not the core, limits.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn stream_sum(xs: &[u64]) -> u64 {
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let chunks = xs.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        let p = c.as_ptr() as *const __m256i;
+        for (k, a) in acc.iter_mut().enumerate() {
+            *a = _mm256_add_epi64(*a, _mm256_loadu_si256(p.add(k)));
+        }
+    }
+    let v = _mm256_add_epi64(_mm256_add_epi64(acc[0], acc[1]), _mm256_add_epi64(acc[2], acc[3]));
+    let mut lanes = [0u64; 4];
+    _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, v);
+    lanes.iter().chain(rest).fold(0, |a, b| a.wrapping_add(*b))
+}

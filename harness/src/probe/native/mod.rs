@@ -66,7 +66,9 @@ pub struct NativeModel {
     w: Weights,
     pool: Pool,
     /// Per layer: keys and values as f16 (as llama.cpp keeps them),
-    /// `context × kv_heads × head_dim` each.
+    /// `kv_heads × context × head_dim` each: head-major, so attention
+    /// streams one KV head's rows contiguously (position-major cost
+    /// Qwen3-0.6B, 8 KV heads of 128, a third of its 1024-token decode speed).
     kv: Vec<(Vec<u16>, Vec<u16>)>,
     context: usize,
     /// `context × head_dim / 2` cosines, then as many sines.
@@ -173,14 +175,19 @@ impl NativeModel {
                     rms_norm_in_place(h, &layer.k_norm, c.eps);
                     rope(h, &self.rope, pos, dh);
                 }
-                for (dst, src) in kc[pos * kd..(pos + 1) * kd].iter_mut().zip(&s.k[b * kd..(b + 1) * kd]) {
-                    *dst = f32_to_f16(*src);
-                }
-                for (dst, src) in vc[pos * kd..(pos + 1) * kd].iter_mut().zip(&s.v[b * kd..(b + 1) * kd]) {
-                    *dst = f32_to_f16(*src);
+                let ctx = self.context;
+                for g in 0..c.kv_heads {
+                    let at = (g * ctx + pos) * dh;
+                    let (kh, vh) = (&s.k[b * kd + g * dh..][..dh], &s.v[b * kd + g * dh..][..dh]);
+                    for (dst, src) in kc[at..at + dh].iter_mut().zip(kh) {
+                        *dst = f32_to_f16(*src);
+                    }
+                    for (dst, src) in vc[at..at + dh].iter_mut().zip(vh) {
+                        *dst = f32_to_f16(*src);
+                    }
                 }
             }
-            let (q, kc, vc, scratch) = (&s.q, &*kc, &*vc, &self.scratch);
+            let (q, kc, vc, scratch, ctx) = (&s.q, &*kc, &*vc, &self.scratch, self.context);
             let group = c.heads / c.kv_heads;
             let scale = 1.0 / (dh as f32).sqrt();
             // One work item per (token, KV head): its `group` query heads.
@@ -188,8 +195,8 @@ impl NativeModel {
                 let (b, g) = (i / c.kv_heads, i % c.kv_heads);
                 let mut guard = scratch[t].lock().unwrap_or_else(|e| e.into_inner());
                 let (scores, row) = &mut *guard;
-                let k = KvRows { data: kc, stride: kd, offset: g * dh };
-                let v = KvRows { data: vc, stride: kd, offset: g * dh };
+                let k = KvRows { data: kc, stride: dh, offset: g * ctx * dh };
+                let v = KvRows { data: vc, stride: dh, offset: g * ctx * dh };
                 let qg = &q[i * group * dh..(i + 1) * group * dh];
                 attend(qg, k, v, pos0 + b + 1, scale, scores, row, out);
             });
