@@ -236,12 +236,16 @@ pub fn for_each_chunk(pool: &Pool, data: &mut [f32], len: usize, f: &(dyn Fn(usi
 }
 
 /// Index of the largest value (the first of equals); 0 for an empty slice.
+/// Greedy sampling runs this over the whole vocabulary every token, so the
+/// maximum is found with SIMD first and then its first position.
 pub fn argmax(xs: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, v) in xs.iter().enumerate() {
-        if *v > xs[best] {
-            best = i;
+    match super::isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 detected by `isa()`.
+        super::Isa::Avx2 => unsafe { super::x86::position(xs, super::x86::max(xs)) }.unwrap_or(0),
+        _ => {
+            let max = xs.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b));
+            xs.iter().position(|v| *v == max).unwrap_or(0)
         }
     }
-    best
 }

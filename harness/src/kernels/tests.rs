@@ -199,6 +199,12 @@ fn a_worker_panic_reaches_the_caller_and_the_pool_survives() {
 fn argmax_takes_the_first_of_equals() {
     assert_eq!(argmax(&[1.0, 3.0, 3.0, -1.0]), 1);
     assert_eq!(argmax(&[]), 0);
+    let mut xs: Vec<f32> = (0..1000).map(|i| -(i as f32)).collect();
+    assert_eq!(argmax(&xs), 0);
+    xs[997] = 5.0;
+    xs[998] = 5.0;
+    assert_eq!(argmax(&xs), 997);
+    assert_eq!(argmax(&[f32::NEG_INFINITY; 3]), 0);
 }
 
 #[test]

@@ -336,3 +336,35 @@ pub(super) unsafe fn stream_sum(xs: &[u64]) -> u64 {
     _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, v);
     lanes.iter().chain(rest).fold(0, |a, b| a.wrapping_add(*b))
 }
+
+/// Largest value of `xs` (NaN-free input; `-inf` for an empty slice).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn max(xs: &[f32]) -> f32 {
+    let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
+    let chunks = xs.chunks_exact(32);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (k, mk) in m.iter_mut().enumerate() {
+            *mk = _mm256_max_ps(*mk, _mm256_loadu_ps(c.as_ptr().add(8 * k)));
+        }
+    }
+    let v = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+    let mut lanes = [0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), v);
+    lanes.iter().chain(rest).fold(f32::NEG_INFINITY, |a, b| a.max(*b))
+}
+
+/// Index of the first element equal to `v`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn position(xs: &[f32], v: f32) -> Option<usize> {
+    let vv = _mm256_set1_ps(v);
+    let mut i = 0;
+    while i + 8 <= xs.len() {
+        let mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(xs.as_ptr().add(i)), vv, _CMP_EQ_OQ));
+        if mask != 0 {
+            return Some(i + mask.trailing_zeros() as usize);
+        }
+        i += 8;
+    }
+    xs[i..].iter().position(|x| *x == v).map(|p| i + p)
+}

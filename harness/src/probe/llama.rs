@@ -40,8 +40,7 @@ impl Engine for Llama<'_> {
         }
         self.ctx.decode(&mut self.batch).map_err(err)?;
         let logits = self.ctx.get_logits_ith(self.batch.n_tokens() - 1);
-        let best = logits.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i);
-        Ok(best as u32)
+        Ok(crate::kernels::argmax(logits) as u32)
     }
 }
 
