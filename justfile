@@ -13,6 +13,23 @@ test:
 bench:
     cargo bench -p pocketbench --bench predict
 
+# Engine speed (criterion): Q4_0 kernel bandwidth, one decode step per preset and
+# engine, and the probe's own overhead.
+bench-engines:
+    cargo bench -p pocketbench --bench kernels
+    cargo bench -p pocketbench --features llama --bench decode
+
+# The llama.cpp engine against llama-bench on the same GGUF and threads, in
+# alternating processes (this host drifts): needs a llama-bench of your own,
+# on PATH or in $POCKETBENCH_LLAMA_BENCH.
+compare-llama-bench preset="mnn-pocket-0.3b" rounds="6":
+    cargo build --release --features llama
+    for i in $(seq {{rounds}}); do \
+      for e in llama-bench llama.cpp; do \
+        printf '%-12s ' $e; ./target/release/pocketbench run --preset {{preset}} --device host-llama --engine $e --prompt 1 --gen 128 2>/dev/null | grep '  decode'; \
+      done; \
+    done
+
 # Re-render frontier.csv and summary.md from a stored results.json.
 report results="reports/pocket/results.json":
     cargo run --release -- report {{results}}

@@ -57,8 +57,9 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
         outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(Code::Ok);
     }
+    let (wid, weng) = rows.iter().fold((6, 6), |(a, b), r| (a.max(r.id.len()), b.max(r.engine.len())));
     outln!(
-        "{:<20} {:<44} {:>10} {:>9} {:>10}  {:<10} calibration",
+        "{:<wid$} {:<weng$} {:>10} {:>9} {:>10}  {:<10} calibration",
         "device",
         "engine",
         "bandwidth",
@@ -68,7 +69,7 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
     );
     for r in rows {
         outln!(
-            "{:<20} {:<44} {:>10} {:>9} {:>10}  {:<10} {}",
+            "{:<wid$} {:<weng$} {:>10} {:>9} {:>10}  {:<10} {}",
             r.id,
             r.engine,
             Bandwidth(r.bandwidth_gb_s * 1e9).to_string(),

@@ -228,7 +228,7 @@ impl EngineKind {
     pub fn version(self) -> String {
         match self {
             EngineKind::Candle => format!(
-                "pocketbench native Qwen3 ({} kernels) on candle-core {}",
+                "pocketbench native Qwen3, {} kernels, candle-core {} GGUF reader",
                 crate::kernels::isa().name(),
                 env!("PB_CANDLE_VERSION")
             ),
