@@ -96,15 +96,22 @@ fn detect() -> Isa {
 /// Quantize `x` (a multiple of 32 long) into `out` (`x.len() / 32` blocks).
 pub fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
     assert_eq!(x.len(), out.len() * BLOCK, "quantize_q8: length mismatch");
-    for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
-        let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
-        let d = amax / 127.0;
-        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
-        b.d = d;
-        for (q, v) in b.qs.iter_mut().zip(xs) {
-            *q = (v * id).round() as i8;
-        }
-        b.sum = b.qs.iter().map(|q| *q as i32).sum();
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`; lengths checked above.
+        Isa::Avx2 => unsafe { x86::quantize_q8(x, out) },
+        _ => scalar::quantize_q8(x, out),
+    }
+}
+
+/// `g = silu(g) * u`, the SwiGLU of the feed-forward block.
+pub fn silu_mul(g: &mut [f32], u: &[f32]) {
+    assert_eq!(g.len(), u.len(), "silu_mul: length mismatch");
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `dot_q4_0`.
+        Isa::Avx2 => unsafe { x86::silu_mul(g, u) },
+        _ => scalar::silu_mul(g, u),
     }
 }
 

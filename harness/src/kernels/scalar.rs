@@ -93,3 +93,22 @@ pub(super) fn stream_sum(xs: &[u64]) -> u64 {
     }
     acc.iter().chain(rest).fold(0, |a, b| a.wrapping_add(*b))
 }
+
+pub(super) fn silu_mul(g: &mut [f32], u: &[f32]) {
+    for (a, b) in g.iter_mut().zip(u) {
+        *a = *a / (1.0 + (-*a).exp()) * b;
+    }
+}
+
+pub(super) fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
+    for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
+        let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+        b.d = d;
+        for (q, v) in b.qs.iter_mut().zip(xs) {
+            *q = (v * id).round_ties_even() as i8;
+        }
+        b.sum = b.qs.iter().map(|q| *q as i32).sum();
+    }
+}

@@ -268,3 +268,21 @@ fn stream_sum_wraps_like_the_portable_one() {
     assert_eq!(scalar::stream_sum(&xs), want);
     assert_eq!(stream_sum(&[]), 0);
 }
+
+#[test]
+fn simd_quantize_and_swiglu_match_the_portable_ones() {
+    let mut r = rng();
+    let x: Vec<f32> = (0..5 * BLOCK).map(|i| if i < BLOCK { 0.0 } else { r.random_range(-3.0f32..3.0) }).collect();
+    let (mut a, mut b) = (vec![BlockQ8::default(); 5], vec![BlockQ8::default(); 5]);
+    quantize_q8(&x, &mut a);
+    scalar::quantize_q8(&x, &mut b);
+    assert_eq!(a, b);
+    let u: Vec<f32> = (0..37).map(|_| r.random_range(-3.0f32..3.0)).collect();
+    let g0: Vec<f32> = (0..37).map(|_| r.random_range(-20.0f32..20.0)).collect();
+    let (mut g1, mut g2) = (g0.clone(), g0.clone());
+    silu_mul(&mut g1, &u);
+    scalar::silu_mul(&mut g2, &u);
+    for (p, q) in g1.iter().zip(&g2) {
+        assert!((p - q).abs() <= 1e-5 * q.abs().max(1.0), "{p} vs {q}");
+    }
+}

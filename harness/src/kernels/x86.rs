@@ -368,3 +368,48 @@ pub(super) unsafe fn position(xs: &[f32], v: f32) -> Option<usize> {
     }
     xs[i..].iter().position(|x| *x == v).map(|p| i + p)
 }
+
+/// Quantize 32-value blocks to [`BlockQ8`] (as llama.cpp's AVX2
+/// `quantize_row_q8_0`: round to nearest even, packed with saturation).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
+    let sign = _mm256_set1_ps(-0.0);
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
+        let p = xs.as_ptr();
+        let v = [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)), _mm256_loadu_ps(p.add(16)), _mm256_loadu_ps(p.add(24))];
+        let a = v.map(|vi| _mm256_andnot_ps(sign, vi));
+        let m = _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
+        let m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        let amax = _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
+        let d = amax / 127.0;
+        let id = _mm256_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
+        let q = v.map(|vi| _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(vi, id), _MM_FROUND_TO_NEAREST_INT)));
+        let sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        let s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        let s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+        let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1));
+        let packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256(b.qs.as_mut_ptr() as *mut __m256i, _mm256_permutevar8x32_epi32(packed, order));
+        b.d = d;
+        b.sum = _mm_cvtsi128_si32(s1);
+    }
+}
+
+/// `g = silu(g) * u` (SwiGLU), eight lanes at a time.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn silu_mul(g: &mut [f32], u: &[f32]) {
+    let n = g.len();
+    let one = _mm256_set1_ps(1.0);
+    let mut i = 0;
+    while i + 8 <= n {
+        let pg = g.as_mut_ptr().add(i);
+        let x = _mm256_loadu_ps(pg);
+        let e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+        let y = _mm256_div_ps(_mm256_mul_ps(x, _mm256_loadu_ps(u.as_ptr().add(i))), _mm256_add_ps(one, e));
+        _mm256_storeu_ps(pg, y);
+        i += 8;
+    }
+    super::scalar::silu_mul(&mut g[i..], &u[i..n]);
+}

@@ -215,9 +215,7 @@ impl NativeModel {
                 &s.xq[..n * d / BLOCK],
                 n,
             );
-            for (g, u) in s.gate[..n * f].iter_mut().zip(&s.up[..n * f]) {
-                *g = *g / (1.0 + (-*g).exp()) * u;
-            }
+            kernels::silu_mul(&mut s.gate[..n * f], &s.up[..n * f]);
             quantize_q8(&s.gate[..n * f], &mut s.hq[..n * f / BLOCK]);
             matmul(&self.pool, [&layer.down], [&mut s.o[..n * d]], &s.hq[..n * f / BLOCK], n);
             add(&mut s.x[..n * d], &s.o[..n * d]);
