@@ -11,10 +11,13 @@
 //!   position: `t_i = (W + kv·(P+i)) / (eb·BW) + L·cl + c0`. Summed over the G
 //!   steps: `t_decode = G·(W + kv·c̄)/(eb·BW) + G·(L·cl + c0)` with
 //!   `c̄ = P + (G-1)/2`; decode tok/s = `G / t_decode`. Engines whose decode
-//!   attention costs more than its memory traffic (candle on CPU: a scalar
-//!   softmax per score) add `G·L·h·c̄·ca`, a cost `ca` per attention score
-//!   (layer x query head x cached position); measured on this host it does
-//!   not grow with head_dim, so it is not a FLOP count.
+//!   attention costs more than its memory traffic (CPU engines) add
+//!   `G·L·h·c̄·(dh/64)·ca`, a cost `ca` per attention score of 64 dimensions
+//!   (layer x query head x cached position x head_dim/64). The native
+//!   engine's score and value loops are head_dim long; scaling by it took
+//!   the held-out Qwen3-0.6B (head_dim 128) from +11.3% to -0.3% on this
+//!   host. (candle-transformers' cost did not grow with head_dim: a scalar
+//!   softmax per score dominated it.)
 //! * **Prefill** is a roofline: `t_prefill = max(F/(ec·C), (W + kv·P)/(eb·BW))
 //!   + L·cl + c0`, `F` the prefill FLOPs (causal attention, last-position
 //!   logits). Time to first token = `t_prefill`.
@@ -96,10 +99,10 @@ pub fn layer_weight_bytes(shape: &Shape, acct: &Accounting) -> f64 {
     shape.quant.bytes_for(acct.layer_matmul_params) as f64
 }
 
-/// Attention scores computed per decode step at the mean context: one per
-/// layer, query head and cached position.
+/// Attention work per decode step at the mean context, in scores of 64
+/// dimensions: layer x query head x cached position x head_dim / 64.
 fn attention_scores(shape: &Shape, w: &Workload) -> f64 {
-    shape.layers as f64 * shape.heads as f64 * w.mean_decode_context()
+    shape.layers as f64 * shape.heads as f64 * w.mean_decode_context() * shape.head_dim as f64 / 64.0
 }
 
 fn decode_bytes_per_token(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> f64 {

@@ -193,8 +193,9 @@ pub struct ModelToml {
     /// mapped file).
     #[serde(default)]
     pub weight_extra: Option<Fact<Fraction>>,
-    /// Time per decode attention score, layer x query head x cached position
-    /// (default: not modelled, its cost hidden behind memory traffic).
+    /// Time per decode attention score of 64 dimensions, layer x query head x
+    /// cached position x head_dim/64 (default: not modelled, its cost hidden
+    /// behind memory traffic).
     #[serde(default)]
     pub attention_cost: Option<Fact<Duration>>,
     /// Parameters `calibrate` fits; the others stay at their priors.
