@@ -174,7 +174,7 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     let memory = |pt: &CalPoint, m: &DeviceModel| {
         let a = pt.shape.accounting();
         Some(Obs {
-            coef: vec![1.0, a.output_params as f64, crate::predict::layer_weight_bytes(&pt.shape, &a)],
+            coef: vec![1.0, a.output_params as f64, crate::predict::matmul_weight_bytes(&pt.shape, &a)],
             offset: memory_without_overhead(&pt.shape, &a, m, &pt.workload),
             target: pt.peak_memory?,
         })

@@ -27,8 +27,9 @@
 //!   2f) + a·h·n·P` (residual stream, q/k/v, SwiGLU gate and up, attention
 //!   scores) + `4·V` (f32 logits), + `e·V·d` for engines that hold more of the
 //!   embedding than its quantized table (candle keeps an f32 copy: e ≈ 4-5
-//!   bytes per embedding parameter; shipping engines e = 0), + `x·W_layers`
-//!   for engines that keep a second copy of the layer matrices (llama.cpp's
+//!   bytes per embedding parameter; shipping engines e = 0), + `x·W_mm`
+//!   for engines that keep a second copy of the matmul weights, output
+//!   projection included (llama.cpp's
 //!   CPU repack beside the mapped file).
 //! * **Energy** per run = `P_active · (t_prefill + t_decode)`: average device
 //!   power times busy time. Chosen over energy-per-byte because one published
@@ -94,9 +95,11 @@ pub fn decode_terms(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Wor
     }
 }
 
-/// Bytes of the layer matrices (what engines repack), as stored.
-pub fn layer_weight_bytes(shape: &Shape, acct: &Accounting) -> f64 {
-    shape.quant.bytes_for(acct.layer_matmul_params) as f64
+/// Bytes of every matrix a matmul reads, the output projection included
+/// (what llama.cpp's CPU backend repacks; a tied embedding is repacked as
+/// the output matrix), as stored.
+pub fn matmul_weight_bytes(shape: &Shape, acct: &Accounting) -> f64 {
+    shape.quant.bytes_for(acct.layer_matmul_params + acct.output_params) as f64
 }
 
 /// Attention work per decode step at the mean context, in scores of 64
@@ -143,7 +146,7 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
     let peak_mem_bytes = memory_without_overhead(shape, acct, dev, w)
         + p.engine_overhead
         + p.embedding_extra * acct.output_params as f64
-        + p.weight_extra * layer_weight_bytes(shape, acct);
+        + p.weight_extra * matmul_weight_bytes(shape, acct);
     let energy_j = p.active_power * (prefill_s + decode_s);
     Prediction {
         decode_tok_s: w.gen as f64 / decode_s,
