@@ -98,7 +98,7 @@ pub fn measure(bytes: usize, passes: usize) -> Bandwidth {
 }
 
 /// Today's date (UTC) as YYYY-MM-DD, from the system clock (Howard Hinnant's
-/// `civil_from_days`, http://howardhinnant.github.io/date_algorithms.html).
+/// `civil_from_days`, <http://howardhinnant.github.io/date_algorithms.html>).
 pub fn today() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
     let z = secs.div_euclid(86_400) + 719_468;

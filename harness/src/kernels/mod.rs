@@ -28,7 +28,7 @@ mod x86;
 use std::sync::OnceLock;
 
 pub use attention::{attend, KvRows};
-pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType};
+pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType, GROUP};
 pub use pool::Pool;
 
 /// Weights per quantization block (ggml's QK4_0 = QK8_0 = 32).

@@ -12,257 +12,28 @@ pub mod engine;
 mod external;
 pub mod gguf;
 mod host;
+mod kind;
 #[cfg(feature = "llama")]
 pub mod llama;
 pub mod native;
+mod spec;
 
 pub use host::{BuildInfo, HostFacts};
+pub use kind::{Engine, EngineKind};
+pub use spec::{ProbeBandwidth, ProbeError, ProbeResult, ProbeSpec, Rep, MAX_REPS, PROBE_BANDWIDTH_BYTES};
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 
 use crate::arch::Shape;
-use crate::meter::{EnergyReading, MemoryStatus};
-use crate::workload::Workload;
-
-/// Largest repetition count accepted.
-pub const MAX_REPS: u32 = 1000;
-
-/// What the probe is asked to run (written as JSON by the runner).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProbeSpec {
-    /// The configuration.
-    pub shape: Shape,
-    /// Its GGUF file.
-    pub model: PathBuf,
-    /// The run.
-    pub workload: Workload,
-    /// Measured repetitions.
-    pub reps: u32,
-    /// Threads: the native engine's pool and llama.cpp's thread count (the
-    /// runner also sets `RAYON_NUM_THREADS` for candle-transformers).
-    pub threads: u32,
-    /// Seed of the prompt tokens.
-    pub seed: u64,
-    /// The engine to measure through.
-    #[serde(default)]
-    pub engine: EngineKind,
-    /// The runner's timeout, seconds: external engines give up a little
-    /// before it, so no orphan outlives a killed probe.
-    #[serde(default)]
-    pub timeout_s: Option<f64>,
-}
-
-/// One repetition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rep {
-    /// Seconds to load the model file (absent when the engine does not say:
-    /// llama-bench).
-    #[serde(default)]
-    pub load_s: Option<f64>,
-    /// Seconds of prefill (the whole prompt in one forward pass).
-    pub prefill_s: f64,
-    /// Seconds from the start of prefill to the first generated token.
-    pub ttft_s: f64,
-    /// Seconds for the `gen` decode steps.
-    pub decode_s: f64,
-    /// Prompt tokens / prefill seconds.
-    pub prefill_tok_s: f64,
-    /// Generated tokens / decode seconds.
-    pub decode_tok_s: f64,
-    /// Energy of prefill + decode, when a meter is available.
-    pub energy: Option<EnergyReading>,
-}
-
-/// Everything the probe measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProbeResult {
-    /// Configuration id.
-    pub config_id: String,
-    /// Engine name.
-    pub engine: String,
-    /// Engine version.
-    pub engine_version: String,
-    /// The workload run.
-    pub workload: Workload,
-    /// Threads used.
-    pub threads: u32,
-    /// Warm-up runs before measuring.
-    pub warmup: u32,
-    /// One entry per repetition.
-    pub reps: Vec<Rep>,
-    /// VmRSS just before the first load, bytes.
-    pub baseline_rss_bytes: u64,
-    /// VmHWM at the end, bytes.
-    pub peak_hwm_bytes: u64,
-    /// peak − baseline: the reference study's "peak memory increase".
-    pub peak_increase_bytes: u64,
-    /// Size of the model file run (stat), bytes.
-    pub model_file_bytes: u64,
-    /// Why energy was not measured, when it was not.
-    pub energy_not_measured: Option<String>,
-    /// Read bandwidth measured in the probe process right after the
-    /// repetitions (absent in results of older versions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_bandwidth: Option<ProbeBandwidth>,
-    /// The machine.
-    pub host: HostFacts,
-    /// The binary.
-    pub build: BuildInfo,
-    /// How each figure was obtained.
-    pub methods: BTreeMap<String, String>,
-}
-
-/// A memory read bandwidth measured by the probe itself: the roofline of
-/// the same moment, on a shared host whose bandwidth drifts over the day.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ProbeBandwidth {
-    /// Bytes per second (best pass).
-    pub bytes_per_s: f64,
-    /// Threads reading (the probe's).
-    pub threads: u32,
-    /// Buffer size, bytes.
-    pub buffer_bytes: u64,
-    /// Passes (the best is kept).
-    pub passes: u32,
-}
-
-impl ProbeBandwidth {
-    /// Measure now with `threads` threads.
-    pub fn measure(threads: u32) -> ProbeBandwidth {
-        ProbeBandwidth {
-            bytes_per_s: crate::hostinfo::read_bandwidth(PROBE_BANDWIDTH_BYTES, threads as usize, 3),
-            threads,
-            buffer_bytes: PROBE_BANDWIDTH_BYTES as u64,
-            passes: 3,
-        }
-    }
-}
-
-/// Buffer of the probe's bandwidth pass: 256 MiB, 8x the host's L3.
-pub const PROBE_BANDWIDTH_BYTES: usize = 256 << 20;
-
-/// The probe failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    /// The spec is impossible.
-    #[error("invalid probe spec: {0}")]
-    Spec(String),
-    /// The engine failed.
-    #[error(transparent)]
-    Engine(#[from] engine::EngineError),
-}
-
-impl ProbeSpec {
-    /// Check what can be checked before anything is loaded.
-    pub fn validate(&self) -> Result<(), ProbeError> {
-        self.shape.validate().map_err(|e| ProbeError::Spec(e.to_string()))?;
-        if self.reps == 0 || self.reps > MAX_REPS {
-            return Err(ProbeError::Spec(format!("reps must be between 1 and {MAX_REPS}, got {}", self.reps)));
-        }
-        if self.workload.prompt == 0 || self.workload.gen == 0 {
-            return Err(ProbeError::Spec("prompt and gen must be at least 1".into()));
-        }
-        if self.workload.context > self.shape.context {
-            return Err(ProbeError::Spec(format!(
-                "the workload needs {} positions but the configuration is built for {}",
-                self.workload.context, self.shape.context
-            )));
-        }
-        Ok(())
-    }
-}
+use crate::meter::MemoryStatus;
 
 fn prompt(spec: &ProbeSpec, n: u32) -> Vec<u32> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
     (0..n).map(|_| rng.random_range(0..spec.shape.vocab)).collect()
-}
-
-/// An inference engine as the probe drives it: greedy steps over a KV cache.
-pub trait Engine {
-    /// Forget the KV cache (a new conversation).
-    fn reset(&mut self) -> Result<(), engine::EngineError>;
-    /// Run `tokens` at position `offset`; return the greedy next token.
-    fn step(&mut self, tokens: &[u32], offset: usize) -> Result<u32, engine::EngineError>;
-}
-
-/// Which engine the probe measures through.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum EngineKind {
-    /// The built-in pure-Rust engine (always built): pocketbench's Qwen3
-    /// decoder on candle-core's GGUF reader with run-time-dispatched 4/8-bit
-    /// kernels; files with other tensor types run on candle-transformers.
-    #[default]
-    #[serde(rename = "candle")]
-    Candle,
-    /// candle-transformers' stock quantized Qwen3 (always built): the
-    /// reference the built-in engine is checked and compared against.
-    #[serde(rename = "candle-transformers")]
-    CandleTransformers,
-    /// llama.cpp through the `llama-cpp-2` crate (cargo feature `llama`).
-    #[serde(rename = "llama.cpp")]
-    LlamaCpp,
-    /// llama.cpp's own `llama-bench` run as a command, its JSON parsed
-    /// (`$POCKETBENCH_LLAMA_BENCH` or `llama-bench` on `PATH`).
-    #[serde(rename = "llama-bench")]
-    LlamaBench,
-}
-
-impl EngineKind {
-    /// The name used on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Candle => "candle",
-            EngineKind::CandleTransformers => "candle-transformers",
-            EngineKind::LlamaCpp => "llama.cpp",
-            EngineKind::LlamaBench => "llama-bench",
-        }
-    }
-
-    /// Name and version as built into this binary.
-    pub fn version(self) -> String {
-        match self {
-            EngineKind::Candle => format!(
-                "pocketbench native Qwen3, {} kernels, candle-core {} GGUF reader",
-                crate::kernels::isa().name(),
-                env!("PB_CANDLE_VERSION")
-            ),
-            EngineKind::CandleTransformers => {
-                format!("candle-transformers {} quantized_qwen3", env!("PB_CANDLE_VERSION"))
-            }
-            EngineKind::LlamaCpp => {
-                format!("llama-cpp-2 {} (llama.cpp vendored by llama-cpp-sys-2)", env!("PB_LLAMA_VERSION"))
-            }
-            EngineKind::LlamaBench => "llama-bench (external; its build is recorded with each result)".into(),
-        }
-    }
-
-    /// Whether this binary can run it.
-    pub fn available(self) -> bool {
-        match self {
-            EngineKind::Candle | EngineKind::CandleTransformers => true,
-            EngineKind::LlamaCpp => cfg!(feature = "llama"),
-            EngineKind::LlamaBench => crate::external::llama_bench::locate().is_some(),
-        }
-    }
-}
-
-impl std::str::FromStr for EngineKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "candle" => Ok(EngineKind::Candle),
-            "candle-transformers" => Ok(EngineKind::CandleTransformers),
-            "llama.cpp" | "llama" | "llamacpp" => Ok(EngineKind::LlamaCpp),
-            "llama-bench" => Ok(EngineKind::LlamaBench),
-            other => Err(format!("unknown engine `{other}` (candle, candle-transformers, llama.cpp, llama-bench)")),
-        }
-    }
 }
 
 /// Run the workload once; returns (prefill, ttft, decode) seconds.
