@@ -31,6 +31,19 @@ pub use attention::{attend, KvRows};
 pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType, GROUP};
 pub use pool::Pool;
 
+/// Call the AVX2 kernel `x86::f` when [`isa`] chose AVX2, else `scalar::f`.
+macro_rules! dispatch {
+    ($f:ident($($a:expr),*)) => {
+        match isa() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `isa()` returns Avx2 only after detecting AVX2, FMA and
+            // F16C, and every caller checks the lengths its kernel relies on.
+            Isa::Avx2 => unsafe { x86::$f($($a),*) },
+            _ => scalar::$f($($a),*),
+        }
+    };
+}
+
 /// Weights per quantization block (ggml's QK4_0 = QK8_0 = 32).
 pub const BLOCK: usize = 32;
 
@@ -96,23 +109,13 @@ fn detect() -> Isa {
 /// Quantize `x` (a multiple of 32 long) into `out` (`x.len() / 32` blocks).
 pub fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
     assert_eq!(x.len(), out.len() * BLOCK, "quantize_q8: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`; lengths checked above.
-        Isa::Avx2 => unsafe { x86::quantize_q8(x, out) },
-        _ => scalar::quantize_q8(x, out),
-    }
+    dispatch!(quantize_q8(x, out))
 }
 
 /// `g = silu(g) * u`, the SwiGLU of the feed-forward block.
 pub fn silu_mul(g: &mut [f32], u: &[f32]) {
     assert_eq!(g.len(), u.len(), "silu_mul: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::silu_mul(g, u) },
-        _ => scalar::silu_mul(g, u),
-    }
+    dispatch!(silu_mul(g, u))
 }
 
 /// A dot product of one weight row (raw ggml blocks) with quantized activations.
@@ -121,89 +124,48 @@ pub type DotFn = fn(&[u8], &[BlockQ8]) -> f32;
 /// Dot product of a Q4_0 row (`x.len()` blocks of 18 bytes) with `x`.
 pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     assert_eq!(row.len(), x.len() * 18, "dot_q4_0: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `isa()` returned Avx2 only after detecting AVX2, FMA and F16C;
-        // the lengths were checked above.
-        Isa::Avx2 => unsafe { x86::dot_q4_0(row, x) },
-        _ => scalar::dot_q4_0(row, x),
-    }
+    dispatch!(dot_q4_0(row, x))
 }
 
 /// Dot products of eight Q4_0 rows stored interleaved (see [`QMatrix`])
 /// with `x`, written to `out`.
 pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     assert_eq!(group.len(), x.len() * 18 * 8, "dot_q4_0x8: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::dot_q4_0x8(group, x, out) },
-        _ => scalar::dot_q4_0x8(group, x, out),
-    }
+    dispatch!(dot_q4_0x8(group, x, out))
 }
 
 /// Dot product of a Q8_0 row (`x.len()` blocks of 34 bytes) with `x`.
 pub fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     assert_eq!(row.len(), x.len() * 34, "dot_q8_0: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::dot_q8_0(row, x) },
-        _ => scalar::dot_q8_0(row, x),
-    }
+    dispatch!(dot_q8_0(row, x))
 }
 
 /// Dot product of two f32 slices of equal length.
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "dot_f32: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::dot_f32(a, b) },
-        _ => scalar::dot_f32(a, b),
-    }
+    dispatch!(dot_f32(a, b))
 }
 
 /// `y += a * x`.
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "axpy: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::axpy(a, x, y) },
-        _ => scalar::axpy(a, x, y),
-    }
+    dispatch!(axpy(a, x, y))
 }
 
 /// Halves (as bits) to f32; `dst` as long as `src`.
 pub fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len(), "f16_to_f32_slice: length mismatch");
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::f16_to_f32_slice(src, dst) },
-        _ => scalar::f16_to_f32_slice(src, dst),
-    }
+    dispatch!(f16_to_f32_slice(src, dst))
 }
 
 /// Wrapping sum of `xs`: the memory-bandwidth probe's read kernel.
 pub fn stream_sum(xs: &[u64]) -> u64 {
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::stream_sum(xs) },
-        _ => scalar::stream_sum(xs),
-    }
+    dispatch!(stream_sum(xs))
 }
 
 /// In-place softmax (max-subtracted).
 pub fn softmax(xs: &mut [f32]) {
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `dot_q4_0`.
-        Isa::Avx2 => unsafe { x86::softmax(xs) },
-        _ => scalar::softmax(xs),
-    }
+    dispatch!(softmax(xs))
 }
 
 /// f32 to IEEE half bits (round to nearest even).
