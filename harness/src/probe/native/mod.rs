@@ -154,9 +154,7 @@ impl NativeModel {
         }
         for (layer, (kc, vc)) in self.w.layers.iter().zip(self.kv.iter_mut()) {
             // Attention block.
-            for b in 0..n {
-                rms_norm(&s.x[b * d..(b + 1) * d], &layer.attn_norm, c.eps, &mut s.xn[b * d..(b + 1) * d]);
-            }
+            rms_norm(&s.x[..n * d], &layer.attn_norm, c.eps, &mut s.xn[..n * d]);
             quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / BLOCK]);
             matmul(
                 &self.pool,
@@ -175,9 +173,8 @@ impl NativeModel {
                     rms_norm_in_place(h, &layer.k_norm, c.eps);
                     rope(h, &self.rope, pos, dh);
                 }
-                let ctx = self.context;
                 for g in 0..c.kv_heads {
-                    let at = (g * ctx + pos) * dh;
+                    let at = (g * self.context + pos) * dh;
                     let (kh, vh) = (&s.k[b * kd + g * dh..][..dh], &s.v[b * kd + g * dh..][..dh]);
                     for (dst, src) in kc[at..at + dh].iter_mut().zip(kh) {
                         *dst = f32_to_f16(*src);
@@ -204,9 +201,7 @@ impl NativeModel {
             matmul(&self.pool, [&layer.wo], [&mut s.o[..n * d]], &s.attq[..n * qd / BLOCK], n);
             add(&mut s.x[..n * d], &s.o[..n * d]);
             // Feed-forward block.
-            for b in 0..n {
-                rms_norm(&s.x[b * d..(b + 1) * d], &layer.ffn_norm, c.eps, &mut s.xn[b * d..(b + 1) * d]);
-            }
+            rms_norm(&s.x[..n * d], &layer.ffn_norm, c.eps, &mut s.xn[..n * d]);
             quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / BLOCK]);
             matmul(
                 &self.pool,
@@ -223,20 +218,25 @@ impl NativeModel {
     }
 }
 
+/// RMSNorm of each `w.len()`-wide row of `x` into `out`.
 fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) {
-    let ms = kernels::dot_f32(x, x) / x.len() as f32;
-    let r = 1.0 / (ms + eps).sqrt();
-    for ((o, xi), wi) in out.iter_mut().zip(x).zip(w) {
-        *o = xi * r * wi;
+    for (xr, or) in x.chunks_exact(w.len()).zip(out.chunks_exact_mut(w.len())) {
+        let r = rms_scale(xr, eps);
+        for ((o, xi), wi) in or.iter_mut().zip(xr).zip(w) {
+            *o = xi * r * wi;
+        }
     }
 }
 
 fn rms_norm_in_place(x: &mut [f32], w: &[f32], eps: f32) {
-    let ms = kernels::dot_f32(x, x) / x.len() as f32;
-    let r = 1.0 / (ms + eps).sqrt();
+    let r = rms_scale(x, eps);
     for (xi, wi) in x.iter_mut().zip(w) {
         *xi *= r * wi;
     }
+}
+
+fn rms_scale(x: &[f32], eps: f32) -> f32 {
+    1.0 / (kernels::dot_f32(x, x) / x.len() as f32 + eps).sqrt()
 }
 
 /// Rotate the two halves of a head (GPT-NeoX style, as llama.cpp's and
