@@ -30,6 +30,7 @@ fn llama_cpp_runs_the_exported_model() {
         predicted_peak_bytes: 1e6,
         force: false,
         engine: EngineKind::LlamaCpp,
+        engine_model: None,
     };
     let p = runner.measure(&job).unwrap();
     assert_eq!(p.engine, "llama.cpp");

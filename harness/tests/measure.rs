@@ -193,6 +193,45 @@ fn the_llama_engine_needs_the_feature() {
 }
 
 #[test]
+fn the_mnn_engine_needs_llm_bench_and_an_export_of_the_configuration() {
+    let d = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mnn-llm-bench");
+    for f in ["config.json", "llm_config.json"] {
+        std::fs::copy(fixtures.join(f), d.path().join(f)).unwrap();
+    }
+    for f in ["llm.mnn", "llm.mnn.weight"] {
+        std::fs::write(d.path().join(f), b"stand-in").unwrap();
+    }
+    let config = d.path().join("config.json");
+    let bin = d.path().join("llm_bench");
+    std::fs::write(&bin, "#!/bin/sh\nexit 1\n").unwrap();
+    let run = |env: &Path, args: &[&str]| {
+        let mut c = pb(d.path());
+        c.env("POCKETBENCH_MNN_LLM_BENCH", env).arg("run").args(args).args(["--device", "host"]);
+        c.assert().code(2)
+    };
+    let pocket = ["--preset", "mnn-pocket-0.3b", "--engine", "mnn-llm-bench"];
+    let missing = d.path().join("nowhere/llm_bench");
+    run(&missing, &pocket).stderr(predicate::str::contains("MNN's llm_bench not found: set POCKETBENCH_MNN_LLM_BENCH"));
+    run(&bin, &pocket).stderr(predicate::str::contains("pass --engine-model"));
+    let with_model = [&pocket[..], &["--engine-model", config.to_str().unwrap()]].concat();
+    let mut tiny_mnn = TINY.to_vec();
+    tiny_mnn.extend(["--prompt", "16", "--gen", "8"]);
+    tiny_mnn.extend(&with_model[2..]);
+    run(&bin, &tiny_mnn).stderr(predicate::str::contains("has hidden size 896, but the configuration has 128"));
+    let mut candle = TINY.to_vec();
+    candle.extend(["--prompt", "16", "--gen", "8", "--engine", "candle", "--engine-model", config.to_str().unwrap()]);
+    run(&bin, &candle).stderr(predicate::str::contains("--engine-model is read only by engines"));
+    pb(d.path())
+        .env("POCKETBENCH_MNN_LLM_BENCH", &bin)
+        .args(["sweep", "sweeps/quick.toml", "--measure", "1", "--engine", "mnn-llm-bench", "--out"])
+        .arg(d.path().join("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("a sweep cannot measure through it"));
+}
+
+#[test]
 fn a_measured_record_becomes_a_calibration_point_and_dry_run_writes_nothing() {
     let d = tempfile::tempdir().unwrap();
     let devices = d.path().join("devices");

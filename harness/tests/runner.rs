@@ -21,6 +21,7 @@ fn job(timeout: Duration) -> Job {
         predicted_peak_bytes: 1e6,
         force: false,
         engine: Default::default(),
+        engine_model: None,
     }
 }
 

@@ -29,11 +29,17 @@ pub struct MeasureArgs {
     pub force: bool,
     /// Engine to measure through: candle (built in, native kernels),
     /// candle-transformers (built in, the stock reference), llama.cpp (built
-    /// with `--features llama`) or llama-bench (an external command:
-    /// `$POCKETBENCH_LLAMA_BENCH` or on PATH); default: the device profile's
-    /// `engine.probe`.
+    /// with `--features llama`), llama-bench (an external command:
+    /// `$POCKETBENCH_LLAMA_BENCH` or on PATH) or mnn-llm-bench (MNN's
+    /// llm_bench: `$POCKETBENCH_MNN_LLM_BENCH` or `llm_bench` on PATH; needs
+    /// --engine-model); default: the device profile's `engine.probe`.
     #[arg(long, value_name = "E")]
     pub engine: Option<pocketbench::probe::EngineKind>,
+    /// A model in the engine's own format, run instead of the GGUF
+    /// pocketbench builds: for mnn-llm-bench, the `config.json` of an MNN
+    /// export (llmexport.py) of this configuration. `run` only.
+    #[arg(long, value_name = "PATH")]
+    pub engine_model: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `run`.
@@ -92,11 +98,7 @@ fn engine_available(e: pocketbench::probe::EngineKind) -> anyhow::Result<()> {
     if e.available() {
         return Ok(());
     }
-    Err(Usage(format!(
-        "this pocketbench was built without the {} engine: rebuild with `cargo build --release --features llama` (needs cmake and libclang)",
-        e.name()
-    ))
-    .into())
+    Err(Usage(e.unavailable_because()).into())
 }
 
 /// Check measurement settings before anything runs.
@@ -132,6 +134,28 @@ pub fn job(
         .into());
     }
     pocketbench::probe::gguf::tensor_plan(&shape).map_err(|e| Usage(e.to_string()))?;
+    let engine = engine_for(device, m)?;
+    let engine_model = match (engine.needs_engine_model(), &m.engine_model) {
+        (true, Some(p)) => {
+            pocketbench::external::mnn_llm_bench::ModelInfo::check(p, &shape).map_err(|e| Usage(e.to_string()))?;
+            Some(p.clone())
+        }
+        (true, None) => {
+            return Err(Usage(format!(
+                "the {} engine reads a model of its own format: pass --engine-model (the config.json of an MNN export of this configuration)",
+                engine.name()
+            ))
+            .into())
+        }
+        (false, Some(_)) => {
+            return Err(Usage(format!(
+                "--engine-model is read only by engines with a model format of their own (mnn-llm-bench), not by {}",
+                engine.name()
+            ))
+            .into())
+        }
+        (false, None) => None,
+    };
     let predicted = pocketbench::predict::predict(&shape, &shape.accounting(), &device.model, &w);
     Ok(Job {
         shape,
@@ -141,7 +165,8 @@ pub fn job(
         timeout: Duration::from_secs(m.timeout.max(1)),
         predicted_peak_bytes: predicted.peak_mem_bytes,
         force: m.force,
-        engine: engine_for(device, m)?,
+        engine,
+        engine_model,
     })
 }
 
@@ -208,9 +233,11 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
         verdict(&r.budgets.decode)
     );
     outln!("  prefill       {:>9.1} tok/s   time to first token {:.0} ms", r.prefill_tok_s, r.ttft_ms);
+    let external = m.probe.engine.parse::<pocketbench::probe::EngineKind>().is_ok_and(|e| e.is_external());
     outln!(
-        "  peak memory   {:>9.1} MB      increase over the pre-load baseline (VmHWM)   {}",
+        "  peak memory   {:>9.1} MB      {}   {}",
         r.peak_mem_increase_mb,
+        if external { "the whole engine process (VmHWM)" } else { "increase over the pre-load baseline (VmHWM)" },
         verdict(&r.budgets.memory)
     );
     outln!("  model file    {:>9.1} MB", r.package_mb);

@@ -12,6 +12,7 @@ use pocketbench::report::{self, SweepReport};
 use pocketbench::sweep::{self, MeasureSettings, Plan, PlanOptions, Selection};
 use pocketbench::units::ParamCount;
 
+use super::exit::Usage;
 use super::render::StderrReporter;
 use super::run_cmd::{runner_for, MeasureArgs};
 use super::{Code, WorkloadArgs};
@@ -96,7 +97,17 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     if let Some(count) = a.measure {
         let runners: Vec<_> = devs.iter().filter_map(|d| runner_for(d).ok()).collect();
         for d in devs.iter().filter(|d| runners.iter().any(|r| r.device() == d.id())) {
-            super::run_cmd::engine_for(d, &a.measure_args)?;
+            let e = super::run_cmd::engine_for(d, &a.measure_args)?;
+            if a.measure_args.engine_model.is_some() {
+                return Err(Usage("--engine-model is a `run` option: a sweep measures many configurations, one model cannot stand for them all".into()).into());
+            }
+            if e.needs_engine_model() {
+                return Err(Usage(format!(
+                    "{e} reads one MNN export per configuration, so a sweep cannot measure through it: measure each with `pocketbench run --engine {e} --engine-model …`",
+                    e = e.name()
+                ))
+                .into());
+            }
         }
         if runners.is_empty() {
             reporter.report(&Event::Warning(

@@ -6,14 +6,11 @@
 //!
 //! [`run`] runs it as an engine of the probe (`--engine llama-bench`).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::meter::MemoryStatus;
 use crate::stats::{Sample, SampleError};
 
 /// One llama-bench test.
@@ -134,49 +131,22 @@ pub struct Output {
     pub peak_hwm_bytes: u64,
 }
 
-/// Running llama-bench failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// It could not be started.
-    #[error("cannot start {bin}: {source}")]
-    Spawn {
-        /// The executable.
-        bin: String,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// It failed.
-    #[error("llama-bench {args} failed ({status}): {stderr}")]
-    Failed {
-        /// Its arguments.
-        args: String,
-        /// Exit status.
-        status: String,
-        /// Last lines of its stderr.
-        stderr: String,
-    },
-    /// It ran past the timeout and was killed.
-    #[error("llama-bench ran longer than {0:?} and was killed")]
-    Timeout(Duration),
-    /// Its output did not parse or lacked a test.
-    #[error(transparent)]
-    Parse(#[from] ParseError),
-    /// The expected test is not in the output.
-    #[error("llama-bench output has no {0} test")]
-    Missing(String),
-}
+pub use super::process::RunError;
+
+const TOOL: &str = "llama-bench";
 
 /// Run both command lines and pick out the two tests.
 pub fn run(inv: &Invocation<'_>) -> Result<Output, RunError> {
     let mut peak = 0;
     let mut tests = Vec::new();
     for a in args(inv) {
-        let (text, hwm) = run_one(inv.bin, &a, inv.timeout)?;
-        peak = peak.max(hwm);
-        tests.extend(parse(&text)?);
+        let done = super::process::run(TOOL, inv.bin, &a, inv.timeout)?;
+        peak = peak.max(done.peak_hwm_bytes);
+        tests.extend(parse(&done.stdout).map_err(|e| RunError::Parse { tool: TOOL, message: e.to_string() })?);
     }
-    let find =
-        |name: String, f: &dyn Fn(&Test) -> bool| tests.iter().find(|t| f(t)).cloned().ok_or(RunError::Missing(name));
+    let find = |test: String, f: &dyn Fn(&Test) -> bool| {
+        tests.iter().find(|t| f(t)).cloned().ok_or(RunError::Missing { tool: TOOL, test })
+    };
     let prefill = find(format!("pp{}", inv.prompt), &|t| t.n_prompt == inv.prompt && t.n_gen == 0)?;
     let decode = find(format!("tg{}@d{}", inv.gen, inv.prompt), &|t| {
         t.n_prompt == 0 && t.n_gen == inv.gen && t.n_depth == inv.prompt
@@ -184,59 +154,8 @@ pub fn run(inv: &Invocation<'_>) -> Result<Output, RunError> {
     Ok(Output { prefill, decode, peak_hwm_bytes: peak })
 }
 
-fn run_one(bin: &Path, args: &[String], timeout: Duration) -> Result<(String, u64), RunError> {
-    let mut child = Command::new(bin)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| RunError::Spawn { bin: bin.display().to_string(), source })?;
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
-    let err = drain(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
-    let (pid, start) = (child.id(), Instant::now());
-    let mut hwm = 0;
-    let status = loop {
-        if let Some(m) = MemoryStatus::of(pid) {
-            hwm = hwm.max(m.vm_hwm);
-        }
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(RunError::Timeout(timeout));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(source) => return Err(RunError::Spawn { bin: bin.display().to_string(), source }),
-        }
-    };
-    let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-    if !status.success() {
-        let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
-        return Err(RunError::Failed {
-            args: args.join(" "),
-            status: status.to_string(),
-            stderr: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
-        });
-    }
-    Ok((stdout, hwm))
-}
-
 /// The llama-bench to run: `$POCKETBENCH_LLAMA_BENCH`, else `llama-bench`
 /// on `PATH`.
 pub fn locate() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("POCKETBENCH_LLAMA_BENCH") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join("llama-bench")).find(|p| p.is_file())
+    super::process::locate("POCKETBENCH_LLAMA_BENCH", "llama-bench")
 }

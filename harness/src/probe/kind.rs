@@ -32,6 +32,11 @@ pub enum EngineKind {
     /// (`$POCKETBENCH_LLAMA_BENCH` or `llama-bench` on `PATH`).
     #[serde(rename = "llama-bench")]
     LlamaBench,
+    /// MNN's `llm_bench` run as a command, its `-j` JSON parsed
+    /// (`$POCKETBENCH_MNN_LLM_BENCH` or `llm_bench` on `PATH`). It reads an
+    /// MNN export of the configuration, not pocketbench's GGUF.
+    #[serde(rename = "mnn-llm-bench")]
+    MnnLlmBench,
 }
 
 impl EngineKind {
@@ -42,6 +47,7 @@ impl EngineKind {
             EngineKind::CandleTransformers => "candle-transformers",
             EngineKind::LlamaCpp => "llama.cpp",
             EngineKind::LlamaBench => "llama-bench",
+            EngineKind::MnnLlmBench => "mnn-llm-bench",
         }
     }
 
@@ -60,6 +66,7 @@ impl EngineKind {
                 format!("llama-cpp-2 {} (llama.cpp vendored by llama-cpp-sys-2)", env!("PB_LLAMA_VERSION"))
             }
             EngineKind::LlamaBench => "llama-bench (external; its build is recorded with each result)".into(),
+            EngineKind::MnnLlmBench => "MNN llm_bench (external; its settings are recorded with each result)".into(),
         }
     }
 
@@ -69,7 +76,36 @@ impl EngineKind {
             EngineKind::Candle | EngineKind::CandleTransformers => true,
             EngineKind::LlamaCpp => cfg!(feature = "llama"),
             EngineKind::LlamaBench => crate::external::llama_bench::locate().is_some(),
+            EngineKind::MnnLlmBench => crate::external::mnn_llm_bench::locate().is_some(),
         }
+    }
+
+    /// Why this binary cannot run it, and what to do (for an unavailable engine).
+    pub fn unavailable_because(self) -> String {
+        match self {
+            EngineKind::LlamaBench => {
+                "llama-bench not found: set POCKETBENCH_LLAMA_BENCH to its path or put it on PATH".into()
+            }
+            EngineKind::MnnLlmBench => {
+                "MNN's llm_bench not found: set POCKETBENCH_MNN_LLM_BENCH to its path or put it on PATH".into()
+            }
+            e => format!(
+                "this pocketbench was built without the {} engine: rebuild with `cargo build --release --features llama` (needs cmake and libclang)",
+                e.name()
+            ),
+        }
+    }
+
+    /// Whether it runs as a separate command whose output is parsed (its
+    /// peak memory is then the whole process's VmHWM).
+    pub fn is_external(self) -> bool {
+        matches!(self, EngineKind::LlamaBench | EngineKind::MnnLlmBench)
+    }
+
+    /// Whether it reads a model of its own format (`--engine-model`) instead
+    /// of the GGUF pocketbench builds.
+    pub fn needs_engine_model(self) -> bool {
+        self == EngineKind::MnnLlmBench
     }
 }
 
@@ -81,7 +117,10 @@ impl std::str::FromStr for EngineKind {
             "candle-transformers" => Ok(EngineKind::CandleTransformers),
             "llama.cpp" | "llama" | "llamacpp" => Ok(EngineKind::LlamaCpp),
             "llama-bench" => Ok(EngineKind::LlamaBench),
-            other => Err(format!("unknown engine `{other}` (candle, candle-transformers, llama.cpp, llama-bench)")),
+            "mnn-llm-bench" => Ok(EngineKind::MnnLlmBench),
+            other => Err(format!(
+                "unknown engine `{other}` (candle, candle-transformers, llama.cpp, llama-bench, mnn-llm-bench)"
+            )),
         }
     }
 }

@@ -126,15 +126,12 @@ pub fn run(
 ) -> Result<ProbeResult, ProbeError> {
     spec.validate()?;
     if !spec.engine.available() {
-        return Err(ProbeError::Spec(match spec.engine {
-            EngineKind::LlamaBench => {
-                "llama-bench not found: set POCKETBENCH_LLAMA_BENCH to its path or put it on PATH".into()
-            }
-            e => format!("this binary was built without the {} engine (rebuild with `--features llama`)", e.name()),
-        }));
+        return Err(ProbeError::Spec(spec.engine.unavailable_because()));
     }
-    if spec.engine == EngineKind::LlamaBench {
-        return external::run(spec, energy_not_measured);
+    match spec.engine {
+        EngineKind::LlamaBench => return external::llama_bench(spec, energy_not_measured),
+        EngineKind::MnnLlmBench => return external::mnn_llm_bench(spec, energy_not_measured),
+        _ => {}
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
     let mut engine = spec.engine;
@@ -169,7 +166,7 @@ pub fn run(
         }
         #[cfg(not(feature = "llama"))]
         EngineKind::LlamaCpp => unreachable!("checked by available()"),
-        EngineKind::LlamaBench => unreachable!("handled above"),
+        EngineKind::LlamaBench | EngineKind::MnnLlmBench => unreachable!("handled above"),
     };
     // After the peak was read (inside `measure`), so the buffer is not counted.
     let read_bandwidth = ProbeBandwidth::measure(spec.threads);

@@ -60,7 +60,10 @@ impl Runner for HostRunner {
                 ),
             });
         }
-        let model = probe::model_file(&job.shape, &self.cache).map_err(|e| Failure::Build { reason: e.to_string() })?;
+        let model = match &job.engine_model {
+            Some(m) => m.clone(),
+            None => probe::model_file(&job.shape, &self.cache).map_err(|e| Failure::Build { reason: e.to_string() })?,
+        };
         let dir = self.work_dir(job)?;
         let spec = ProbeSpec {
             shape: job.shape,

@@ -33,6 +33,9 @@ pub struct Job {
     pub force: bool,
     /// The engine to measure through.
     pub engine: crate::probe::EngineKind,
+    /// A model in the engine's own format to run instead of the GGUF the
+    /// runner builds (MNN's `config.json` for `mnn-llm-bench`).
+    pub engine_model: Option<std::path::PathBuf>,
 }
 
 /// Threads to measure `device` with: the requested count, else the device

@@ -123,6 +123,7 @@ pub fn measure(
                 predicted_peak_bytes: predicted.peak_mem_bytes,
                 force: settings.force,
                 engine: settings.engine.unwrap_or(device.profile.engine.probe),
+                engine_model: None,
             };
             let path = store_path(&settings.store, device.id(), &job);
             reporter.report(&Event::Measuring {
