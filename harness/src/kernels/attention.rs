@@ -7,7 +7,9 @@
 
 #[cfg(target_arch = "x86_64")]
 use super::x86;
-use super::{axpy, dot_f32, f16_to_f32_slice, isa, softmax, Isa};
+#[cfg(target_arch = "x86_64")]
+use super::Isa;
+use super::{axpy, dot_f32, f16_to_f32_slice, isa, softmax};
 
 /// One KV head's rows of a layer's cache: row `p` starts at `offset + p * stride`.
 #[derive(Debug, Clone, Copy)]

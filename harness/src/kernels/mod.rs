@@ -8,7 +8,8 @@
 //! multiply-adds and one float multiply per block.
 //!
 //! Which instructions run is chosen once at run time ([`isa`]): AVX2 + FMA +
-//! F16C on x86-64 when the CPU has them, otherwise portable Rust. Run-time
+//! F16C on x86-64 when the CPU has them, NEON on AArch64 (part of its
+//! baseline), otherwise portable Rust. Run-time
 //! selection keeps one binary fast on any x86-64 machine without
 //! `-C target-cpu=native`, the reason candle-core's own AVX kernels (selected
 //! at compile time by `cfg(target_feature)`) never run in a default build.
@@ -20,6 +21,8 @@
 
 mod attention;
 mod matmul;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod pool;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
@@ -31,7 +34,8 @@ pub use attention::{attend, KvRows};
 pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType, GROUP};
 pub use pool::Pool;
 
-/// Call the AVX2 kernel `x86::f` when [`isa`] chose AVX2, else `scalar::f`.
+/// Call the AVX2 kernel `x86::f` or the NEON kernel `neon::f` when [`isa`]
+/// chose that instruction set, else `scalar::f`.
 macro_rules! dispatch {
     ($f:ident($($a:expr),*)) => {
         match isa() {
@@ -39,6 +43,10 @@ macro_rules! dispatch {
             // SAFETY: `isa()` returns Avx2 only after detecting AVX2, FMA and
             // F16C, and every caller checks the lengths its kernel relies on.
             Isa::Avx2 => unsafe { x86::$f($($a),*) },
+            #[cfg(target_arch = "aarch64")]
+            // SAFETY: NEON is part of the AArch64 baseline, and every caller
+            // checks the lengths its kernel relies on.
+            Isa::Neon => unsafe { neon::$f($($a),*) },
             _ => scalar::$f($($a),*),
         }
     };
@@ -65,6 +73,8 @@ pub struct BlockQ8 {
 pub enum Isa {
     /// x86-64 AVX2 with FMA and F16C.
     Avx2,
+    /// AArch64 NEON (Advanced SIMD), without the dot-product extension.
+    Neon,
     /// Portable Rust (the compiler's own vectorization).
     Portable,
 }
@@ -74,6 +84,7 @@ impl Isa {
     pub fn name(self) -> &'static str {
         match self {
             Isa::Avx2 => "avx2",
+            Isa::Neon => "neon",
             Isa::Portable => "portable",
         }
     }
@@ -101,7 +112,12 @@ fn detect() -> Isa {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "aarch64")]
+fn detect() -> Isa {
+    Isa::Neon
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn detect() -> Isa {
     Isa::Portable
 }

@@ -233,6 +233,29 @@ fn softmax_and_half_conversion_match_the_portable_ones() {
 }
 
 #[test]
+fn every_half_converts_like_the_portable_kernel() {
+    // Zeros, subnormals, normals, infinities and NaNs of both signs.
+    let h: Vec<u16> = (0..=u16::MAX).collect();
+    let (mut c, mut d) = (vec![0f32; h.len()], vec![0f32; h.len()]);
+    f16_to_f32_slice(&h, &mut c);
+    scalar::f16_to_f32_slice(&h, &mut d);
+    for ((bits, p), q) in h.iter().zip(&c).zip(&d) {
+        assert!(p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()), "{bits:#06x}: {p} vs {q}");
+    }
+}
+
+#[test]
+fn the_simd_kernels_are_the_ones_under_test() {
+    if std::env::var("POCKETBENCH_KERNELS").is_ok() {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    assert_eq!(isa(), Isa::Neon);
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(isa() == Isa::Avx2, is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"));
+}
+
+#[test]
 fn grouped_attention_equals_one_head_at_a_time() {
     let mut r = rng();
     // Head widths through the 64-wide register path, the 8-wide loop and a tail.
