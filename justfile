@@ -50,3 +50,11 @@ build-llama:
 # Measure one preset on this host (e.g. `just run mnn-pocket-0.3b llama.cpp`).
 run preset="mnn-pocket-0.3b" engine="candle":
     cargo run --release --features llama -- run --preset {{preset}} --device host --engine {{engine}}
+
+# The AArch64 (phone) kernels and native engine under qemu-aarch64, as CI runs
+# them: needs `rustup target add aarch64-unknown-linux-gnu` and Debian's
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user.
+test-aarch64:
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+    sh -c 'cargo test -p pocketbench --target aarch64-unknown-linux-gnu --lib kernels && cargo test -p pocketbench --target aarch64-unknown-linux-gnu --test native'
