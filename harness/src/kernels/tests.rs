@@ -252,7 +252,10 @@ fn the_simd_kernels_are_the_ones_under_test() {
     #[cfg(target_arch = "aarch64")]
     assert_eq!(isa(), Isa::Neon);
     #[cfg(target_arch = "x86_64")]
-    assert_eq!(isa() == Isa::Avx2, is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"));
+    assert_eq!(
+        isa() == Isa::Avx2,
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+    );
 }
 
 #[test]
