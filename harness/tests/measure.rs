@@ -229,6 +229,14 @@ fn the_mnn_engine_needs_llm_bench_and_an_export_of_the_configuration() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("a sweep cannot measure through it"));
+    pb(d.path())
+        .args(["sweep", "sweeps/quick.toml", "--measure", "1", "--engine-model"])
+        .arg(&config)
+        .arg("--out")
+        .arg(d.path().join("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--engine-model is a `run` option"));
 }
 
 #[test]

@@ -95,12 +95,12 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     let mut outcome = sweep::run(&plan, &devs, scores.as_ref(), &mut reporter);
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
     if let Some(count) = a.measure {
+        if a.measure_args.engine_model.is_some() {
+            return Err(Usage("--engine-model is a `run` option: a sweep measures many configurations, one model cannot stand for them all".into()).into());
+        }
         let runners: Vec<_> = devs.iter().filter_map(|d| runner_for(d).ok()).collect();
         for d in devs.iter().filter(|d| runners.iter().any(|r| r.device() == d.id())) {
             let e = super::run_cmd::engine_for(d, &a.measure_args)?;
-            if a.measure_args.engine_model.is_some() {
-                return Err(Usage("--engine-model is a `run` option: a sweep measures many configurations, one model cannot stand for them all".into()).into());
-            }
             if e.needs_engine_model() {
                 return Err(Usage(format!(
                     "{e} reads one MNN export per configuration, so a sweep cannot measure through it: measure each with `pocketbench run --engine {e} --engine-model …`",
