@@ -24,6 +24,17 @@ pub struct KvRows<'a> {
 }
 
 impl KvRows<'_> {
+    /// Whether rows `0..len`, `dh` values each, lie inside `data`. Checked
+    /// arithmetic: with a huge `stride` the plain expression wraps around
+    /// and a check on it passes.
+    fn covers(&self, len: usize, dh: usize) -> bool {
+        len.checked_sub(1)
+            .and_then(|last| last.checked_mul(self.stride))
+            .and_then(|x| x.checked_add(self.offset))
+            .and_then(|x| x.checked_add(dh))
+            .is_some_and(|end| end <= self.data.len())
+    }
+
     fn row(&self, pos: usize, dh: usize) -> &[u16] {
         let at = pos * self.stride + self.offset;
         &self.data[at..at + dh]
@@ -48,13 +59,16 @@ pub fn attend(
     let dh = row.len();
     assert!(q.len() % dh == 0 && out.len() == q.len() && scores.len() >= len && len > 0, "attend: sizes");
     for kv in [&k, &v] {
-        assert!((len - 1) * kv.stride + kv.offset + dh <= kv.data.len(), "attend: rows beyond the cache");
+        assert!(kv.covers(len, dh), "attend: rows beyond the cache");
     }
     let scores = &mut scores[..len];
     for (qh, oh) in q.chunks_exact(dh).zip(out.chunks_exact_mut(dh)) {
         match isa() {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: AVX2/FMA/F16C detected by `isa()`; rows checked above.
+            // SAFETY: AVX2/FMA/F16C detected by `isa()`; `covers` checked
+            // that every row `offset + p * stride + dh` with `p < len` lies
+            // inside `data`, which is what `scores_f16` and
+            // `weighted_sum_f16` require (`qh` and `oh` are `dh` long).
             Isa::Avx2 => unsafe {
                 x86::scores_f16(qh, k.data, k.stride, k.offset, scale, scores);
                 x86::softmax(scores);

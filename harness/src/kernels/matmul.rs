@@ -60,7 +60,10 @@ impl QMatrix {
         if cols % BLOCK != 0 {
             return Err(format!("{cols} columns is not a multiple of {BLOCK}"));
         }
-        let want = rows * cols / BLOCK * kind.block_bytes();
+        let want = rows
+            .checked_mul(cols / BLOCK)
+            .and_then(|b| b.checked_mul(kind.block_bytes()))
+            .ok_or_else(|| format!("{rows}x{cols} {kind:?} is larger than memory can hold"))?;
         if data.len() != want {
             return Err(format!("{rows}x{cols} {kind:?} needs {want} bytes, got {}", data.len()));
         }

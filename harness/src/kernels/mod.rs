@@ -16,8 +16,14 @@
 //!
 //! This module is the one place the crate uses `unsafe`: SIMD intrinsics need
 //! it, and the pool hands borrowed closures to its workers. Every `unsafe`
-//! block states why it is sound.
+//! block states why it is sound, every `unsafe fn` has a `# Safety` section,
+//! and `unsafe_op_in_unsafe_fn` is denied so that no operation is unsafe
+//! without a block of its own. Bounds that guard unsafe reads are computed
+//! with checked arithmetic: a wrapped product would pass a check and read
+//! outside the buffer.
 #![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod attention;
 mod matmul;
@@ -35,18 +41,29 @@ pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType, GROU
 pub use pool::Pool;
 
 /// Call the AVX2 kernel `x86::f` or the NEON kernel `neon::f` when [`isa`]
-/// chose that instruction set, else `scalar::f`.
+/// chose that instruction set, else `scalar::f`. `dispatch!(x86 f(..))`
+/// is for kernels with no NEON code of their own: AArch64 runs the portable
+/// one (which the compiler vectorizes for NEON).
 macro_rules! dispatch {
     ($f:ident($($a:expr),*)) => {
         match isa() {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `isa()` returns Avx2 only after detecting AVX2, FMA and
-            // F16C, and every caller checks the lengths its kernel relies on.
+            // F16C, and every caller checks the lengths its kernel's `# Safety`
+            // section requires before dispatching.
             Isa::Avx2 => unsafe { x86::$f($($a),*) },
             #[cfg(target_arch = "aarch64")]
             // SAFETY: NEON is part of the AArch64 baseline, and every caller
-            // checks the lengths its kernel relies on.
+            // checks the lengths its kernel's `# Safety` section requires.
             Isa::Neon => unsafe { neon::$f($($a),*) },
+            _ => scalar::$f($($a),*),
+        }
+    };
+    (x86 $f:ident($($a:expr),*)) => {
+        match isa() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Isa::Avx2 => unsafe { x86::$f($($a),*) },
             _ => scalar::$f($($a),*),
         }
     };
@@ -131,7 +148,7 @@ pub fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
 /// `g = silu(g) * u`, the SwiGLU of the feed-forward block.
 pub fn silu_mul(g: &mut [f32], u: &[f32]) {
     assert_eq!(g.len(), u.len(), "silu_mul: length mismatch");
-    dispatch!(silu_mul(g, u))
+    dispatch!(x86 silu_mul(g, u))
 }
 
 /// A dot product of one weight row (raw ggml blocks) with quantized activations.
@@ -146,7 +163,7 @@ pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 /// Dot products of eight Q4_0 rows stored interleaved (see [`QMatrix`])
 /// with `x`, written to `out`.
 pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    assert_eq!(group.len(), x.len() * 18 * 8, "dot_q4_0x8: length mismatch");
+    assert_eq!(Some(group.len()), x.len().checked_mul(18 * 8), "dot_q4_0x8: length mismatch");
     dispatch!(dot_q4_0x8(group, x, out))
 }
 
@@ -159,13 +176,13 @@ pub fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 /// Dot product of two f32 slices of equal length.
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len(), "dot_f32: length mismatch");
-    dispatch!(dot_f32(a, b))
+    dispatch!(x86 dot_f32(a, b))
 }
 
 /// `y += a * x`.
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     assert_eq!(x.len(), y.len(), "axpy: length mismatch");
-    dispatch!(axpy(a, x, y))
+    dispatch!(x86 axpy(a, x, y))
 }
 
 /// Halves (as bits) to f32; `dst` as long as `src`.
@@ -176,12 +193,12 @@ pub fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
 
 /// Wrapping sum of `xs`: the memory-bandwidth probe's read kernel.
 pub fn stream_sum(xs: &[u64]) -> u64 {
-    dispatch!(stream_sum(xs))
+    dispatch!(x86 stream_sum(xs))
 }
 
 /// In-place softmax (max-subtracted).
 pub fn softmax(xs: &mut [f32]) {
-    dispatch!(softmax(xs))
+    dispatch!(x86 softmax(xs))
 }
 
 /// f32 to IEEE half bits (round to nearest even).

@@ -26,7 +26,7 @@ use super::{scalar, BlockQ8, BLOCK};
 /// infinities and NaNs; then the sign.
 #[inline]
 #[target_feature(enable = "neon")]
-unsafe fn halves_to_f32(h: uint16x8_t) -> (float32x4_t, float32x4_t) {
+fn halves_to_f32(h: uint16x8_t) -> (float32x4_t, float32x4_t) {
     let one = |w: uint32x4_t| {
         let mag = vshlq_n_u32::<13>(vandq_u32(w, vdupq_n_u32(0x7fff)));
         let f = vmulq_f32(vreinterpretq_f32_u32(mag), vdupq_n_f32(f32::from_bits(0x7780_0000)));
@@ -40,32 +40,37 @@ unsafe fn halves_to_f32(h: uint16x8_t) -> (float32x4_t, float32x4_t) {
 /// The 16 signed-byte products of `a` and `b`, pairwise added into 4 i32 lanes.
 #[inline]
 #[target_feature(enable = "neon")]
-unsafe fn mul_sum_i8(a: int8x16_t, b: int8x16_t) -> int32x4_t {
+fn mul_sum_i8(a: int8x16_t, b: int8x16_t) -> int32x4_t {
     // Each i16 lane holds two products: |8 × 127| × 2 for Q4_0 and
     // |128 × 127| × 2 = 32512 for Q8_0 (activations stop at ±127), inside i16.
     let p = vmlal_high_s8(vmull_s8(vget_low_s8(a), vget_low_s8(b)), a, b);
     vpaddlq_s16(p)
 }
 
+/// # Safety
+/// The CPU must have NEON, and `row.len() == x.len() * 18`.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
-    let lo = vdupq_n_u8(0x0f);
-    let eight = vdupq_n_s8(8);
-    let mut acc = vdupq_n_f32(0.0);
-    let p = row.as_ptr();
-    for (i, y) in x.iter().enumerate() {
-        // SAFETY (caller): block i lies inside `row`.
-        let b = p.add(i * 18);
-        let d = super::f16_to_f32(u16::from_le_bytes([*b, *b.add(1)])) * y.d;
-        let packed = vld1q_u8(b.add(2));
-        let ql = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, lo)), eight);
-        let qh = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8::<4>(packed)), eight);
-        let yl = vld1q_s8(y.qs.as_ptr());
-        let yh = vld1q_s8(y.qs.as_ptr().add(16));
-        let s = vaddq_s32(mul_sum_i8(ql, yl), mul_sum_i8(qh, yh));
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), d);
+    // SAFETY: NEON as the caller guarantees, and `row.len() == x.len() * 18`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let lo = vdupq_n_u8(0x0f);
+        let eight = vdupq_n_s8(8);
+        let mut acc = vdupq_n_f32(0.0);
+        let p = row.as_ptr();
+        for (i, y) in x.iter().enumerate() {
+            // SAFETY (caller): block i lies inside `row`.
+            let b = p.add(i * 18);
+            let d = super::f16_to_f32(u16::from_le_bytes([*b, *b.add(1)])) * y.d;
+            let packed = vld1q_u8(b.add(2));
+            let ql = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, lo)), eight);
+            let qh = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8::<4>(packed)), eight);
+            let yl = vld1q_s8(y.qs.as_ptr());
+            let yh = vld1q_s8(y.qs.as_ptr().add(16));
+            let s = vaddq_s32(mul_sum_i8(ql, yl), mul_sum_i8(qh, yh));
+            acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), d);
+        }
+        vaddvq_f32(acc)
     }
-    vaddvq_f32(acc)
 }
 
 /// Eight interleaved Q4_0 rows (layout in [`super::QMatrix`]): each 16-byte
@@ -73,111 +78,110 @@ pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 /// broadcast. Nibbles stay unsigned (0..15) and `8 * sum(y)` is subtracted
 /// once per block. An i16 lane gathers 8 products of at most 15 × 127 per
 /// block: 15240, inside i16.
+///
+/// # Safety
+/// The CPU must have NEON, and `group.len() == x.len() * 144`.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    let lo = vdupq_n_u8(0x0f);
-    let (mut acc0, mut acc1) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
-    let p = group.as_ptr();
-    for (b, y) in x.iter().enumerate() {
-        // SAFETY (caller): block column b of the group lies inside `group`.
-        let blk = p.add(b * 144);
-        let (d0, d1) = halves_to_f32(vld1q_u16(blk as *const u16));
-        let yq = y.qs.as_ptr() as *const i32;
-        // Rows 0-1, 2-3, 4-5, 6-7: four lanes of each row per accumulator.
-        let mut s = [vdupq_n_s16(0); 4];
-        for m in 0..4 {
-            let yl = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(m)));
-            let yh = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(4 + m)));
-            for half in 0..2 {
-                let pk = vld1q_u8(blk.add(16 + 32 * m + 16 * half));
-                let l = vreinterpretq_s8_u8(vandq_u8(pk, lo));
-                let h = vreinterpretq_s8_u8(vshrq_n_u8::<4>(pk));
-                let a = &mut s[2 * half];
-                *a = vaddq_s16(*a, vmull_s8(vget_low_s8(l), vget_low_s8(yl)));
-                *a = vaddq_s16(*a, vmull_s8(vget_low_s8(h), vget_low_s8(yh)));
-                let c = &mut s[2 * half + 1];
-                *c = vaddq_s16(*c, vmull_high_s8(l, yl));
-                *c = vaddq_s16(*c, vmull_high_s8(h, yh));
+    // SAFETY: NEON as the caller guarantees, and `group.len() == x.len() * 144`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let lo = vdupq_n_u8(0x0f);
+        let (mut acc0, mut acc1) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
+        let p = group.as_ptr();
+        for (b, y) in x.iter().enumerate() {
+            // SAFETY (caller): block column b of the group lies inside `group`.
+            let blk = p.add(b * 144);
+            let (d0, d1) = halves_to_f32(vld1q_u16(blk as *const u16));
+            let yq = y.qs.as_ptr() as *const i32;
+            // Rows 0-1, 2-3, 4-5, 6-7: four lanes of each row per accumulator.
+            let mut s = [vdupq_n_s16(0); 4];
+            for m in 0..4 {
+                let yl = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(m)));
+                let yh = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(4 + m)));
+                for half in 0..2 {
+                    let pk = vld1q_u8(blk.add(16 + 32 * m + 16 * half));
+                    let l = vreinterpretq_s8_u8(vandq_u8(pk, lo));
+                    let h = vreinterpretq_s8_u8(vshrq_n_u8::<4>(pk));
+                    let a = &mut s[2 * half];
+                    *a = vaddq_s16(*a, vmull_s8(vget_low_s8(l), vget_low_s8(yl)));
+                    *a = vaddq_s16(*a, vmull_s8(vget_low_s8(h), vget_low_s8(yh)));
+                    let c = &mut s[2 * half + 1];
+                    *c = vaddq_s16(*c, vmull_high_s8(l, yl));
+                    *c = vaddq_s16(*c, vmull_high_s8(h, yh));
+                }
             }
+            let bias = vdupq_n_s32(8 * y.sum);
+            let r03 = vsubq_s32(vpaddq_s32(vpaddlq_s16(s[0]), vpaddlq_s16(s[1])), bias);
+            let r47 = vsubq_s32(vpaddq_s32(vpaddlq_s16(s[2]), vpaddlq_s16(s[3])), bias);
+            acc0 = vfmaq_f32(acc0, vmulq_n_f32(d0, y.d), vcvtq_f32_s32(r03));
+            acc1 = vfmaq_f32(acc1, vmulq_n_f32(d1, y.d), vcvtq_f32_s32(r47));
         }
-        let bias = vdupq_n_s32(8 * y.sum);
-        let r03 = vsubq_s32(vpaddq_s32(vpaddlq_s16(s[0]), vpaddlq_s16(s[1])), bias);
-        let r47 = vsubq_s32(vpaddq_s32(vpaddlq_s16(s[2]), vpaddlq_s16(s[3])), bias);
-        acc0 = vfmaq_f32(acc0, vmulq_n_f32(d0, y.d), vcvtq_f32_s32(r03));
-        acc1 = vfmaq_f32(acc1, vmulq_n_f32(d1, y.d), vcvtq_f32_s32(r47));
+        vst1q_f32(out.as_mut_ptr(), acc0);
+        vst1q_f32(out.as_mut_ptr().add(4), acc1);
     }
-    vst1q_f32(out.as_mut_ptr(), acc0);
-    vst1q_f32(out.as_mut_ptr().add(4), acc1);
 }
 
+/// # Safety
+/// The CPU must have NEON, and `row.len() == x.len() * 34`.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
-    const BB: usize = 2 + BLOCK;
-    let mut acc = vdupq_n_f32(0.0);
-    let p = row.as_ptr();
-    for (i, y) in x.iter().enumerate() {
-        // SAFETY (caller): block i lies inside `row`.
-        let b = p.add(i * BB);
-        let d = super::f16_to_f32(u16::from_le_bytes([*b, *b.add(1)])) * y.d;
-        let q0 = vld1q_s8(b.add(2) as *const i8);
-        let q1 = vld1q_s8(b.add(18) as *const i8);
-        let s = vaddq_s32(mul_sum_i8(q0, vld1q_s8(y.qs.as_ptr())), mul_sum_i8(q1, vld1q_s8(y.qs.as_ptr().add(16))));
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), d);
+    // SAFETY: NEON as the caller guarantees, and `row.len() == x.len() * 34`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        const BB: usize = 2 + BLOCK;
+        let mut acc = vdupq_n_f32(0.0);
+        let p = row.as_ptr();
+        for (i, y) in x.iter().enumerate() {
+            // SAFETY (caller): block i lies inside `row`.
+            let b = p.add(i * BB);
+            let d = super::f16_to_f32(u16::from_le_bytes([*b, *b.add(1)])) * y.d;
+            let q0 = vld1q_s8(b.add(2) as *const i8);
+            let q1 = vld1q_s8(b.add(18) as *const i8);
+            let s = vaddq_s32(mul_sum_i8(q0, vld1q_s8(y.qs.as_ptr())), mul_sum_i8(q1, vld1q_s8(y.qs.as_ptr().add(16))));
+            acc = vfmaq_n_f32(acc, vcvtq_f32_s32(s), d);
+        }
+        vaddvq_f32(acc)
     }
-    vaddvq_f32(acc)
 }
 
+/// # Safety
+/// The CPU must have NEON, and `x.len() == out.len() * 32`.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
-    for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
-        let v: [float32x4_t; 8] = std::array::from_fn(|i| vld1q_f32(xs.as_ptr().add(4 * i)));
-        let amax = v.iter().fold(vdupq_n_f32(0.0), |m, x| vmaxq_f32(m, vabsq_f32(*x)));
-        let d = vmaxvq_f32(amax) / 127.0;
-        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
-        b.d = d;
-        // `fcvtns`: round to nearest, ties to even, as the portable kernel.
-        let q: [int32x4_t; 8] = std::array::from_fn(|i| vcvtnq_s32_f32(vmulq_n_f32(v[i], id)));
-        let sum = q.iter().fold(vdupq_n_s32(0), |s, x| vaddq_s32(s, *x));
-        b.sum = vaddvq_s32(sum);
-        for (pair, dst) in q.chunks_exact(2).zip(b.qs.chunks_exact_mut(8)) {
-            let n = vmovn_s16(vcombine_s16(vmovn_s32(pair[0]), vmovn_s32(pair[1])));
-            vst1_s8(dst.as_mut_ptr(), n);
+    // SAFETY: NEON as the caller guarantees, and `x.len() == out.len() * 32`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
+            let v: [float32x4_t; 8] = std::array::from_fn(|i| vld1q_f32(xs.as_ptr().add(4 * i)));
+            let amax = v.iter().fold(vdupq_n_f32(0.0), |m, x| vmaxq_f32(m, vabsq_f32(*x)));
+            let d = vmaxvq_f32(amax) / 127.0;
+            let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+            b.d = d;
+            // `fcvtns`: round to nearest, ties to even, as the portable kernel.
+            let q: [int32x4_t; 8] = std::array::from_fn(|i| vcvtnq_s32_f32(vmulq_n_f32(v[i], id)));
+            let sum = q.iter().fold(vdupq_n_s32(0), |s, x| vaddq_s32(s, *x));
+            b.sum = vaddvq_s32(sum);
+            for (pair, dst) in q.chunks_exact(2).zip(b.qs.chunks_exact_mut(8)) {
+                let n = vmovn_s16(vcombine_s16(vmovn_s32(pair[0]), vmovn_s32(pair[1])));
+                vst1_s8(dst.as_mut_ptr(), n);
+            }
         }
     }
 }
 
 /// Halves to f32 eight at a time (attention's key and value rows).
+///
+/// # Safety
+/// The CPU must have NEON, and `src.len() == dst.len()`.
 #[target_feature(enable = "neon")]
 pub(super) unsafe fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
-    let (s8, d8) = (src.chunks_exact(8), dst.chunks_exact_mut(8));
-    let (sr, dr) = (s8.remainder(), d8.into_remainder());
-    scalar::f16_to_f32_slice(sr, dr);
-    for (s, d) in src.chunks_exact(8).zip(dst.chunks_exact_mut(8)) {
-        let (lo, hi) = halves_to_f32(vld1q_u16(s.as_ptr()));
-        vst1q_f32(d.as_mut_ptr(), lo);
-        vst1q_f32(d.as_mut_ptr().add(4), hi);
+    // SAFETY: NEON as the caller guarantees, and `src.len() == dst.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let (s8, d8) = (src.chunks_exact(8), dst.chunks_exact_mut(8));
+        let (sr, dr) = (s8.remainder(), d8.into_remainder());
+        scalar::f16_to_f32_slice(sr, dr);
+        for (s, d) in src.chunks_exact(8).zip(dst.chunks_exact_mut(8)) {
+            let (lo, hi) = halves_to_f32(vld1q_u16(s.as_ptr()));
+            vst1q_f32(d.as_mut_ptr(), lo);
+            vst1q_f32(d.as_mut_ptr().add(4), hi);
+        }
     }
-}
-
-// The helpers without NEON code of their own: the portable kernels, behind
-// the same signatures so that `dispatch!` treats every ISA alike.
-
-pub(super) unsafe fn silu_mul(g: &mut [f32], u: &[f32]) {
-    scalar::silu_mul(g, u)
-}
-
-pub(super) unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
-    scalar::dot_f32(a, b)
-}
-
-pub(super) unsafe fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
-    scalar::axpy(a, x, y)
-}
-
-pub(super) unsafe fn stream_sum(xs: &[u64]) -> u64 {
-    scalar::stream_sum(xs)
-}
-
-pub(super) unsafe fn softmax(xs: &mut [f32]) {
-    scalar::softmax(xs)
 }

@@ -30,11 +30,16 @@ struct Shared {
     wake: Condvar,
 }
 
-// SAFETY: `job` is written only by the pool's owner while no generation is in
+// SAFETY: `job` is written only in `Pool::run` while no generation is in
 // flight (every worker has reported `done`), and read by workers only after
-// they observe the generation that published it.
+// they observe the generation that published it. Only one thread can be in
+// `run` at a time because `Pool` is `!Sync`: its `_not_sync:
+// PhantomData<Cell<()>>` field enforces that, so two threads can never share
+// a `&Pool` and write `job` concurrently.
 unsafe impl Sync for Shared {}
-// SAFETY: as above; the pointer is only dereferenced under that protocol.
+// SAFETY: the raw job pointer is the only non-Send field; it is only
+// dereferenced under the protocol above, on the worker threads that `Pool`
+// joins before it is dropped.
 unsafe impl Send for Shared {}
 
 /// A fixed set of worker threads plus the caller.

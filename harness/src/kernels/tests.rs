@@ -162,25 +162,79 @@ fn span_covers_everything_once() {
     }
 }
 
+/// Run `f` on its own thread and fail (instead of hanging the suite) when it
+/// has not finished after `secs`: a lost wakeup in the pool would block forever.
+fn within(secs: u64, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(()) => h.join().unwrap(),
+        // A panic in `f` drops the sender: report that panic, not a timeout.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::panic::resume_unwind(h.join().unwrap_err()),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("still running after {secs} s: a lost wakeup?"),
+    }
+}
+
 #[test]
 fn pool_runs_every_index_once_per_call_many_times() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let pool = Pool::new(2);
-    let hits: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
-    for _ in 0..20_000 {
+    within(60, || {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let pool = Pool::new(2);
+        let hits: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+        for _ in 0..20_000 {
+            pool.run(&|i| {
+                hits[i].fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        for h in &hits {
+            assert_eq!(h.load(Ordering::Relaxed), 20_000);
+        }
+        // After the workers have gone to sleep, a call still wakes them.
+        std::thread::sleep(std::time::Duration::from_millis(50));
         pool.run(&|i| {
             hits[i].fetch_add(1, Ordering::Relaxed);
         });
-    }
-    for h in &hits {
-        assert_eq!(h.load(Ordering::Relaxed), 20_000);
-    }
-    // After the workers have gone to sleep, a call still wakes them.
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    pool.run(&|i| {
-        hits[i].fetch_add(1, Ordering::Relaxed);
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 20_001));
     });
-    assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 20_001));
+}
+
+#[test]
+#[should_panic(expected = "still running after 1 s")]
+fn within_fails_a_call_that_never_returns() {
+    within(1, || std::thread::sleep(std::time::Duration::from_secs(3600)));
+}
+
+#[test]
+#[should_panic(expected = "attend: rows beyond the cache")]
+fn attention_rejects_a_stride_whose_row_offsets_wrap_around() {
+    // (len - 1) * stride = 2 * 2^63 wraps to 0 in release builds, so an
+    // unchecked guard would pass and the kernel would read far outside `data`.
+    let data = vec![0u16; 64];
+    let huge = KvRows { data: &data, stride: 1 << 63, offset: 0 };
+    let ok = KvRows { data: &data, stride: 8, offset: 0 };
+    let (q, mut out, mut row, mut scores) = (vec![1.0f32; 8], vec![0.0f32; 8], vec![0.0f32; 8], vec![0.0f32; 3]);
+    attend(&q, huge, ok, 3, 1.0, &mut scores, &mut row, &mut out);
+}
+
+#[test]
+#[should_panic(expected = "attend: rows beyond the cache")]
+fn attention_rejects_an_offset_past_the_end() {
+    let data = vec![0u16; 64];
+    let ok = KvRows { data: &data, stride: 8, offset: 0 };
+    let far = KvRows { data: &data, stride: 8, offset: usize::MAX - 4 };
+    let (q, mut out, mut row, mut scores) = (vec![1.0f32; 8], vec![0.0f32; 8], vec![0.0f32; 8], vec![0.0f32; 3]);
+    attend(&q, ok, far, 3, 1.0, &mut scores, &mut row, &mut out);
+}
+
+#[test]
+fn a_matrix_too_large_for_memory_is_an_error_not_a_wrapped_size() {
+    // 2^60 rows x 64 columns: the byte count wraps a u64; unchecked it would
+    // be compared (and might match) as a small number.
+    let e = QMatrix::new(WeightType::Q8_0, 1 << 60, 64, Vec::new()).unwrap_err();
+    assert!(e.contains("larger than memory"), "{e}");
 }
 
 #[test]

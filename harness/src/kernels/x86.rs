@@ -12,7 +12,7 @@ use super::{BlockQ8, BLOCK};
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn hsum(v: __m256) -> f32 {
+fn hsum(v: __m256) -> f32 {
     let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));
@@ -64,24 +64,29 @@ macro_rules! q8_0_block {
 // accumulators by `i & 1` made the compiler keep them in memory, and the
 // store-to-load dependency took a third of the kernel's time.
 
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `row.len() == x.len() * 18`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
-    let lo = _mm256_set1_epi8(0x0f);
-    let eight = _mm256_set1_epi8(8);
-    let ones = _mm256_set1_epi16(1);
-    let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-    let p = row.as_ptr();
-    let pairs = x.len() / 2;
-    // SAFETY (caller): every block index below is < x.len(), inside `row`.
-    for i in 0..pairs {
-        q4_0_block!(p.add(2 * i * 18), x.get_unchecked(2 * i), acc0, lo, eight, ones);
-        q4_0_block!(p.add((2 * i + 1) * 18), x.get_unchecked(2 * i + 1), acc1, lo, eight, ones);
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `row.len() == x.len() * 18`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let lo = _mm256_set1_epi8(0x0f);
+        let eight = _mm256_set1_epi8(8);
+        let ones = _mm256_set1_epi16(1);
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let p = row.as_ptr();
+        let pairs = x.len() / 2;
+        // SAFETY (caller): every block index below is < x.len(), inside `row`.
+        for i in 0..pairs {
+            q4_0_block!(p.add(2 * i * 18), x.get_unchecked(2 * i), acc0, lo, eight, ones);
+            q4_0_block!(p.add((2 * i + 1) * 18), x.get_unchecked(2 * i + 1), acc1, lo, eight, ones);
+        }
+        if x.len() % 2 == 1 {
+            let i = x.len() - 1;
+            q4_0_block!(p.add(i * 18), x.get_unchecked(i), acc0, lo, eight, ones);
+        }
+        hsum(_mm256_add_ps(acc0, acc1))
     }
-    if x.len() % 2 == 1 {
-        let i = x.len() - 1;
-        q4_0_block!(p.add(i * 18), x.get_unchecked(i), acc0, lo, eight, ones);
-    }
-    hsum(_mm256_add_ps(acc0, acc1))
 }
 
 /// Eight interleaved Q4_0 rows at once (layout in [`super::QMatrix`]): each
@@ -90,104 +95,130 @@ pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 /// one `vcvtph2ps`, and no horizontal sum is needed. Nibbles stay unsigned
 /// (0..15) and `8 * sum(y)` is subtracted once per block. The eight i16
 /// partial sums of a block stay below 8 × 2 × 15 × 128 = 30720, inside i16.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `group.len() == x.len() * 144`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    let lo = _mm256_set1_epi8(0x0f);
-    let ones = _mm256_set1_epi16(1);
-    let mut acc = _mm256_setzero_ps();
-    let p = group.as_ptr();
-    for (b, y) in x.iter().enumerate() {
-        // SAFETY (caller): block column b of the group lies inside `group`.
-        let blk = p.add(b * 144);
-        let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
-        let yq = y.qs.as_ptr() as *const i32;
-        let mut s16 = _mm256_setzero_si256();
-        for m in 0..4 {
-            let pk = _mm256_loadu_si256(blk.add(16 + 32 * m) as *const __m256i);
-            let l = _mm256_and_si256(pk, lo);
-            let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
-            let yl = _mm256_set1_epi32(yq.add(m).read_unaligned());
-            let yh = _mm256_set1_epi32(yq.add(4 + m).read_unaligned());
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(l, yl));
-            s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(h, yh));
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `group.len() == x.len() * 144`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let lo = _mm256_set1_epi8(0x0f);
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = _mm256_setzero_ps();
+        let p = group.as_ptr();
+        for (b, y) in x.iter().enumerate() {
+            // SAFETY (caller): block column b of the group lies inside `group`.
+            let blk = p.add(b * 144);
+            let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
+            let yq = y.qs.as_ptr() as *const i32;
+            let mut s16 = _mm256_setzero_si256();
+            for m in 0..4 {
+                let pk = _mm256_loadu_si256(blk.add(16 + 32 * m) as *const __m256i);
+                let l = _mm256_and_si256(pk, lo);
+                let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
+                let yl = _mm256_set1_epi32(yq.add(m).read_unaligned());
+                let yh = _mm256_set1_epi32(yq.add(4 + m).read_unaligned());
+                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(l, yl));
+                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(h, yh));
+            }
+            let s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(8 * y.sum));
+            acc = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(y.d)), _mm256_cvtepi32_ps(s32), acc);
         }
-        let s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(8 * y.sum));
-        acc = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(y.d)), _mm256_cvtepi32_ps(s32), acc);
+        _mm256_storeu_ps(out.as_mut_ptr(), acc);
     }
-    _mm256_storeu_ps(out.as_mut_ptr(), acc);
 }
 
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `row.len() == x.len() * 34`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
-    const BB: usize = 2 + BLOCK;
-    let ones = _mm256_set1_epi16(1);
-    let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-    let p = row.as_ptr();
-    let pairs = x.len() / 2;
-    // SAFETY (caller): every block index below is < x.len(), inside `row`.
-    for i in 0..pairs {
-        q8_0_block!(p.add(2 * i * BB), x.get_unchecked(2 * i), acc0, ones);
-        q8_0_block!(p.add((2 * i + 1) * BB), x.get_unchecked(2 * i + 1), acc1, ones);
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `row.len() == x.len() * 34`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        const BB: usize = 2 + BLOCK;
+        let ones = _mm256_set1_epi16(1);
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let p = row.as_ptr();
+        let pairs = x.len() / 2;
+        // SAFETY (caller): every block index below is < x.len(), inside `row`.
+        for i in 0..pairs {
+            q8_0_block!(p.add(2 * i * BB), x.get_unchecked(2 * i), acc0, ones);
+            q8_0_block!(p.add((2 * i + 1) * BB), x.get_unchecked(2 * i + 1), acc1, ones);
+        }
+        if x.len() % 2 == 1 {
+            let i = x.len() - 1;
+            q8_0_block!(p.add(i * BB), x.get_unchecked(i), acc0, ones);
+        }
+        hsum(_mm256_add_ps(acc0, acc1))
     }
-    if x.len() % 2 == 1 {
-        let i = x.len() - 1;
-        q8_0_block!(p.add(i * BB), x.get_unchecked(i), acc0, ones);
-    }
-    hsum(_mm256_add_ps(acc0, acc1))
 }
 
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `a.len() == b.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len();
-    let mut acc = [_mm256_setzero_ps(); 4];
-    let mut i = 0;
-    while i + 32 <= n {
-        for (k, acc) in acc.iter_mut().enumerate() {
-            let va = _mm256_loadu_ps(a.as_ptr().add(i + 8 * k));
-            let vb = _mm256_loadu_ps(b.as_ptr().add(i + 8 * k));
-            *acc = _mm256_fmadd_ps(va, vb, *acc);
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `a.len() == b.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let n = a.len();
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (k, acc) in acc.iter_mut().enumerate() {
+                let va = _mm256_loadu_ps(a.as_ptr().add(i + 8 * k));
+                let vb = _mm256_loadu_ps(b.as_ptr().add(i + 8 * k));
+                *acc = _mm256_fmadd_ps(va, vb, *acc);
+            }
+            i += 32;
         }
-        i += 32;
+        while i + 8 <= n {
+            acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a.as_ptr().add(i)), _mm256_loadu_ps(b.as_ptr().add(i)), acc[0]);
+            i += 8;
+        }
+        let mut s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+        while i < n {
+            s += a[i] * b[i];
+            i += 1;
+        }
+        s
     }
-    while i + 8 <= n {
-        acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a.as_ptr().add(i)), _mm256_loadu_ps(b.as_ptr().add(i)), acc[0]);
-        i += 8;
-    }
-    let mut s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-    while i < n {
-        s += a[i] * b[i];
-        i += 1;
-    }
-    s
 }
 
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `x.len() == y.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
-    let n = x.len();
-    let va = _mm256_set1_ps(a);
-    let mut i = 0;
-    while i + 8 <= n {
-        let py = y.as_mut_ptr().add(i);
-        _mm256_storeu_ps(py, _mm256_fmadd_ps(va, _mm256_loadu_ps(x.as_ptr().add(i)), _mm256_loadu_ps(py)));
-        i += 8;
-    }
-    while i < n {
-        y[i] += a * x[i];
-        i += 1;
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `x.len() == y.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let n = x.len();
+        let va = _mm256_set1_ps(a);
+        let mut i = 0;
+        while i + 8 <= n {
+            let py = y.as_mut_ptr().add(i);
+            _mm256_storeu_ps(py, _mm256_fmadd_ps(va, _mm256_loadu_ps(x.as_ptr().add(i)), _mm256_loadu_ps(py)));
+            i += 8;
+        }
+        while i < n {
+            y[i] += a * x[i];
+            i += 1;
+        }
     }
 }
 
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `src.len() == dst.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
-    let n = src.len();
-    let mut i = 0;
-    while i + 8 <= n {
-        let h = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
-        _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
-        i += 8;
-    }
-    for (d, s) in dst[i..n].iter_mut().zip(&src[i..n]) {
-        *d = super::f16_to_f32(*s);
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `src.len() == dst.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let n = src.len();
+        let mut i = 0;
+        while i + 8 <= n {
+            let h = _mm_loadu_si128(src.as_ptr().add(i) as *const __m128i);
+            _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+            i += 8;
+        }
+        for (d, s) in dst[i..n].iter_mut().zip(&src[i..n]) {
+            *d = super::f16_to_f32(*s);
+        }
     }
 }
 
@@ -196,7 +227,7 @@ pub(super) unsafe fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
 /// [-87, 88]. Inputs below -87 give 0 through the clamp's tiny result.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn exp8(x: __m256) -> __m256 {
+fn exp8(x: __m256) -> __m256 {
     let x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.376_26)), _mm256_set1_ps(-87.336_55));
     let fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(std::f32::consts::LOG2_E)), _MM_FROUND_TO_NEAREST_INT);
     let r = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693_359_4), x);
@@ -210,206 +241,254 @@ unsafe fn exp8(x: __m256) -> __m256 {
     _mm256_mul_ps(y, _mm256_castsi256_ps(pow2))
 }
 
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn softmax(xs: &mut [f32]) {
-    let n = xs.len();
-    let max = xs.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
-    let vmax = _mm256_set1_ps(max);
-    let mut acc = _mm256_setzero_ps();
-    let mut i = 0;
-    while i + 8 <= n {
-        let p = xs.as_mut_ptr().add(i);
-        let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
-        _mm256_storeu_ps(p, e);
-        acc = _mm256_add_ps(acc, e);
-        i += 8;
-    }
-    let mut sum = hsum(acc);
-    for v in &mut xs[i..] {
-        *v = (*v - max).exp();
-        sum += *v;
-    }
-    let inv = _mm256_set1_ps(1.0 / sum);
-    let mut i = 0;
-    while i + 8 <= n {
-        let p = xs.as_mut_ptr().add(i);
-        _mm256_storeu_ps(p, _mm256_mul_ps(_mm256_loadu_ps(p), inv));
-        i += 8;
-    }
-    for v in &mut xs[i..] {
-        *v /= sum;
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees; every load and store below is inside its slice.
+    unsafe {
+        let n = xs.len();
+        let max = xs.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+        let vmax = _mm256_set1_ps(max);
+        let mut acc = _mm256_setzero_ps();
+        let mut i = 0;
+        while i + 8 <= n {
+            let p = xs.as_mut_ptr().add(i);
+            let e = exp8(_mm256_sub_ps(_mm256_loadu_ps(p), vmax));
+            _mm256_storeu_ps(p, e);
+            acc = _mm256_add_ps(acc, e);
+            i += 8;
+        }
+        let mut sum = hsum(acc);
+        for v in &mut xs[i..] {
+            *v = (*v - max).exp();
+            sum += *v;
+        }
+        let inv = _mm256_set1_ps(1.0 / sum);
+        let mut i = 0;
+        while i + 8 <= n {
+            let p = xs.as_mut_ptr().add(i);
+            _mm256_storeu_ps(p, _mm256_mul_ps(_mm256_loadu_ps(p), inv));
+            i += 8;
+        }
+        for v in &mut xs[i..] {
+            *v /= sum;
+        }
     }
 }
 
 /// `out[p] = scale * q · k[p]` over f16 key rows at `offset + p * stride`.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `offset + p * stride + q.len() <= data.len()` for every `p < out.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn scores_f16(q: &[f32], data: &[u16], stride: usize, offset: usize, scale: f32, out: &mut [f32]) {
-    let dh = q.len();
-    let qp = q.as_ptr();
-    for (p, o) in out.iter_mut().enumerate() {
-        // SAFETY (caller): every row read lies inside `data`.
-        let base = data.as_ptr().add(p * stride + offset);
-        let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        let mut j = 0;
-        while j + 16 <= dh {
-            a0 = _mm256_fmadd_ps(
-                _mm256_loadu_ps(qp.add(j)),
-                _mm256_cvtph_ps(_mm_loadu_si128(base.add(j) as *const __m128i)),
-                a0,
-            );
-            a1 = _mm256_fmadd_ps(
-                _mm256_loadu_ps(qp.add(j + 8)),
-                _mm256_cvtph_ps(_mm_loadu_si128(base.add(j + 8) as *const __m128i)),
-                a1,
-            );
-            j += 16;
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `offset + p * stride + q.len() <= data.len()` for every `p < out.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let dh = q.len();
+        let qp = q.as_ptr();
+        for (p, o) in out.iter_mut().enumerate() {
+            // SAFETY (caller): every row read lies inside `data`.
+            let base = data.as_ptr().add(p * stride + offset);
+            let (mut a0, mut a1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            let mut j = 0;
+            while j + 16 <= dh {
+                a0 = _mm256_fmadd_ps(
+                    _mm256_loadu_ps(qp.add(j)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(j) as *const __m128i)),
+                    a0,
+                );
+                a1 = _mm256_fmadd_ps(
+                    _mm256_loadu_ps(qp.add(j + 8)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(j + 8) as *const __m128i)),
+                    a1,
+                );
+                j += 16;
+            }
+            while j + 8 <= dh {
+                a0 = _mm256_fmadd_ps(
+                    _mm256_loadu_ps(qp.add(j)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(j) as *const __m128i)),
+                    a0,
+                );
+                j += 8;
+            }
+            let mut sum = hsum(_mm256_add_ps(a0, a1));
+            while j < dh {
+                sum += q[j] * super::f16_to_f32(*base.add(j));
+                j += 1;
+            }
+            *o = sum * scale;
         }
-        while j + 8 <= dh {
-            a0 = _mm256_fmadd_ps(
-                _mm256_loadu_ps(qp.add(j)),
-                _mm256_cvtph_ps(_mm_loadu_si128(base.add(j) as *const __m128i)),
-                a0,
-            );
-            j += 8;
-        }
-        let mut sum = hsum(_mm256_add_ps(a0, a1));
-        while j < dh {
-            sum += q[j] * super::f16_to_f32(*base.add(j));
-            j += 1;
-        }
-        *o = sum * scale;
     }
 }
 
 /// `out = Σ_p w[p] · v[p]` over f16 value rows, accumulated in registers
 /// 64 values at a time.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `offset + p * stride + out.len() <= data.len()` for every `p < w.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn weighted_sum_f16(w: &[f32], data: &[u16], stride: usize, offset: usize, out: &mut [f32]) {
-    let dh = out.len();
-    let op = out.as_mut_ptr();
-    let mut j = 0;
-    while j + 64 <= dh {
-        let mut acc = [_mm256_setzero_ps(); 8];
-        for (p, wp) in w.iter().enumerate() {
-            // SAFETY (caller): every row read lies inside `data`.
-            let base = data.as_ptr().add(p * stride + offset + j);
-            let s = _mm256_set1_ps(*wp);
-            for (k, a) in acc.iter_mut().enumerate() {
-                *a = _mm256_fmadd_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(base.add(8 * k) as *const __m128i)), *a);
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `offset + p * stride + out.len() <= data.len()` for every `p < w.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let dh = out.len();
+        let op = out.as_mut_ptr();
+        let mut j = 0;
+        while j + 64 <= dh {
+            let mut acc = [_mm256_setzero_ps(); 8];
+            for (p, wp) in w.iter().enumerate() {
+                // SAFETY (caller): every row read lies inside `data`.
+                let base = data.as_ptr().add(p * stride + offset + j);
+                let s = _mm256_set1_ps(*wp);
+                for (k, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(s, _mm256_cvtph_ps(_mm_loadu_si128(base.add(8 * k) as *const __m128i)), *a);
+                }
             }
+            for (k, a) in acc.iter().enumerate() {
+                _mm256_storeu_ps(op.add(j + 8 * k), *a);
+            }
+            j += 64;
         }
-        for (k, a) in acc.iter().enumerate() {
-            _mm256_storeu_ps(op.add(j + 8 * k), *a);
+        while j + 8 <= dh {
+            let mut a = _mm256_setzero_ps();
+            for (p, wp) in w.iter().enumerate() {
+                let base = data.as_ptr().add(p * stride + offset + j);
+                a = _mm256_fmadd_ps(_mm256_set1_ps(*wp), _mm256_cvtph_ps(_mm_loadu_si128(base as *const __m128i)), a);
+            }
+            _mm256_storeu_ps(op.add(j), a);
+            j += 8;
         }
-        j += 64;
-    }
-    while j + 8 <= dh {
-        let mut a = _mm256_setzero_ps();
-        for (p, wp) in w.iter().enumerate() {
-            let base = data.as_ptr().add(p * stride + offset + j);
-            a = _mm256_fmadd_ps(_mm256_set1_ps(*wp), _mm256_cvtph_ps(_mm_loadu_si128(base as *const __m128i)), a);
+        while j < dh {
+            out[j] = w.iter().enumerate().map(|(p, wp)| wp * super::f16_to_f32(data[p * stride + offset + j])).sum();
+            j += 1;
         }
-        _mm256_storeu_ps(op.add(j), a);
-        j += 8;
-    }
-    while j < dh {
-        out[j] = w.iter().enumerate().map(|(p, wp)| wp * super::f16_to_f32(data[p * stride + offset + j])).sum();
-        j += 1;
     }
 }
 
 /// Wrapping sum of `xs` as four 64-bit lanes, 128 bytes per iteration: a
 /// read that the memory system, not the core, limits.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn stream_sum(xs: &[u64]) -> u64 {
-    let mut acc = [_mm256_setzero_si256(); 4];
-    let chunks = xs.chunks_exact(16);
-    let rest = chunks.remainder();
-    for c in chunks {
-        let p = c.as_ptr() as *const __m256i;
-        for (k, a) in acc.iter_mut().enumerate() {
-            *a = _mm256_add_epi64(*a, _mm256_loadu_si256(p.add(k)));
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees; every load and store below is inside its slice.
+    unsafe {
+        let mut acc = [_mm256_setzero_si256(); 4];
+        let chunks = xs.chunks_exact(16);
+        let rest = chunks.remainder();
+        for c in chunks {
+            let p = c.as_ptr() as *const __m256i;
+            for (k, a) in acc.iter_mut().enumerate() {
+                *a = _mm256_add_epi64(*a, _mm256_loadu_si256(p.add(k)));
+            }
         }
+        let v = _mm256_add_epi64(_mm256_add_epi64(acc[0], acc[1]), _mm256_add_epi64(acc[2], acc[3]));
+        let mut lanes = [0u64; 4];
+        _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, v);
+        lanes.iter().chain(rest).fold(0, |a, b| a.wrapping_add(*b))
     }
-    let v = _mm256_add_epi64(_mm256_add_epi64(acc[0], acc[1]), _mm256_add_epi64(acc[2], acc[3]));
-    let mut lanes = [0u64; 4];
-    _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, v);
-    lanes.iter().chain(rest).fold(0, |a, b| a.wrapping_add(*b))
 }
 
 /// Largest value of `xs` (NaN-free input; `-inf` for an empty slice).
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn max(xs: &[f32]) -> f32 {
-    let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
-    let chunks = xs.chunks_exact(32);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (k, mk) in m.iter_mut().enumerate() {
-            *mk = _mm256_max_ps(*mk, _mm256_loadu_ps(c.as_ptr().add(8 * k)));
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees; every load and store below is inside its slice.
+    unsafe {
+        let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
+        let chunks = xs.chunks_exact(32);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for (k, mk) in m.iter_mut().enumerate() {
+                *mk = _mm256_max_ps(*mk, _mm256_loadu_ps(c.as_ptr().add(8 * k)));
+            }
         }
+        let v = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+        let mut lanes = [0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), v);
+        lanes.iter().chain(rest).fold(f32::NEG_INFINITY, |a, b| a.max(*b))
     }
-    let v = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
-    let mut lanes = [0f32; 8];
-    _mm256_storeu_ps(lanes.as_mut_ptr(), v);
-    lanes.iter().chain(rest).fold(f32::NEG_INFINITY, |a, b| a.max(*b))
 }
 
 /// Index of the first element equal to `v`.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn position(xs: &[f32], v: f32) -> Option<usize> {
-    let vv = _mm256_set1_ps(v);
-    let mut i = 0;
-    while i + 8 <= xs.len() {
-        let mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(xs.as_ptr().add(i)), vv, _CMP_EQ_OQ));
-        if mask != 0 {
-            return Some(i + mask.trailing_zeros() as usize);
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees; every load and store below is inside its slice.
+    unsafe {
+        let vv = _mm256_set1_ps(v);
+        let mut i = 0;
+        while i + 8 <= xs.len() {
+            let mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(xs.as_ptr().add(i)), vv, _CMP_EQ_OQ));
+            if mask != 0 {
+                return Some(i + mask.trailing_zeros() as usize);
+            }
+            i += 8;
         }
-        i += 8;
+        xs[i..].iter().position(|x| *x == v).map(|p| i + p)
     }
-    xs[i..].iter().position(|x| *x == v).map(|p| i + p)
 }
 
 /// Quantize 32-value blocks to [`BlockQ8`] (as llama.cpp's AVX2
 /// `quantize_row_q8_0`: round to nearest even, packed with saturation).
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `x.len() == out.len() * 32`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn quantize_q8(x: &[f32], out: &mut [BlockQ8]) {
-    let sign = _mm256_set1_ps(-0.0);
-    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
-        let p = xs.as_ptr();
-        let v = [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)), _mm256_loadu_ps(p.add(16)), _mm256_loadu_ps(p.add(24))];
-        let a = v.map(|vi| _mm256_andnot_ps(sign, vi));
-        let m = _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
-        let m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        let amax = _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
-        let d = amax / 127.0;
-        let id = _mm256_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
-        let q = v.map(|vi| _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(vi, id), _MM_FROUND_TO_NEAREST_INT)));
-        let sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-        let s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-        let s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
-        let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1));
-        let packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
-        _mm256_storeu_si256(b.qs.as_mut_ptr() as *mut __m256i, _mm256_permutevar8x32_epi32(packed, order));
-        b.d = d;
-        b.sum = _mm_cvtsi128_si32(s1);
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `x.len() == out.len() * 32`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let sign = _mm256_set1_ps(-0.0);
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (xs, b) in x.chunks_exact(BLOCK).zip(out.iter_mut()) {
+            let p = xs.as_ptr();
+            let v =
+                [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)), _mm256_loadu_ps(p.add(16)), _mm256_loadu_ps(p.add(24))];
+            let a = v.map(|vi| _mm256_andnot_ps(sign, vi));
+            let m = _mm256_max_ps(_mm256_max_ps(a[0], a[1]), _mm256_max_ps(a[2], a[3]));
+            let m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            let m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+            let amax = _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
+            let d = amax / 127.0;
+            let id = _mm256_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
+            let q = v.map(|vi| _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(vi, id), _MM_FROUND_TO_NEAREST_INT)));
+            let sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+            let s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+            let s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+            let s1 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1));
+            let packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256(b.qs.as_mut_ptr() as *mut __m256i, _mm256_permutevar8x32_epi32(packed, order));
+            b.d = d;
+            b.sum = _mm_cvtsi128_si32(s1);
+        }
     }
 }
 
 /// `g = silu(g) * u` (SwiGLU), eight lanes at a time.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `g.len() == u.len()`.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn silu_mul(g: &mut [f32], u: &[f32]) {
-    let n = g.len();
-    let one = _mm256_set1_ps(1.0);
-    let mut i = 0;
-    while i + 8 <= n {
-        let pg = g.as_mut_ptr().add(i);
-        let x = _mm256_loadu_ps(pg);
-        let e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
-        let y = _mm256_div_ps(_mm256_mul_ps(x, _mm256_loadu_ps(u.as_ptr().add(i))), _mm256_add_ps(one, e));
-        _mm256_storeu_ps(pg, y);
-        i += 8;
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `g.len() == u.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let n = g.len();
+        let one = _mm256_set1_ps(1.0);
+        let mut i = 0;
+        while i + 8 <= n {
+            let pg = g.as_mut_ptr().add(i);
+            let x = _mm256_loadu_ps(pg);
+            let e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
+            let y = _mm256_div_ps(_mm256_mul_ps(x, _mm256_loadu_ps(u.as_ptr().add(i))), _mm256_add_ps(one, e));
+            _mm256_storeu_ps(pg, y);
+            i += 8;
+        }
+        super::scalar::silu_mul(&mut g[i..], &u[i..n]);
     }
-    super::scalar::silu_mul(&mut g[i..], &u[i..n]);
 }
