@@ -328,20 +328,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Append a calibration point to a profile file (as a new `[[calibration]]`
-/// table at the end, leaving the rest of the file untouched). The fit is
-/// stale afterwards until `calibrate` runs.
-pub fn append_point(device: &Device, point: &crate::device::PointToml) -> Result<(), CalibrationError> {
-    let (path, text) = with_point(device, point)?;
+/// Append calibration points to a profile file (each a new `[[calibration]]`
+/// table at the end, leaving the rest of the file untouched), in one atomic
+/// write: either every point lands or none. The fit is stale afterwards
+/// until `calibrate` runs.
+pub fn append_points(device: &Device, points: &[crate::device::PointToml]) -> Result<(), CalibrationError> {
+    let (path, text) = with_points(device, points)?;
     write_atomic(&path, text.as_bytes())
         .map_err(|e| CalibrationError::Write { path: path.display().to_string(), message: e.to_string() })
 }
 
-/// The profile file's path and its text with `point` appended, unwritten
-/// (what `calibrate --add --dry-run` fits to).
-pub fn with_point(
+/// The profile file's path and its text with `points` appended, unwritten
+/// (what `calibrate --add --dry-run` fits to). The file is read once, so
+/// every point is in the text, whether or not anything is written.
+pub fn with_points(
     device: &Device,
-    point: &crate::device::PointToml,
+    points: &[crate::device::PointToml],
 ) -> Result<(std::path::PathBuf, String), CalibrationError> {
     let path = match &device.origin {
         Origin::File(p) => p.clone(),
@@ -350,15 +352,15 @@ pub fn with_point(
     let werr = |message: String| CalibrationError::Write { path: path.display().to_string(), message };
     #[derive(serde::Serialize)]
     struct Wrapper<'a> {
-        calibration: [&'a crate::device::PointToml; 1],
+        calibration: &'a [crate::device::PointToml],
     }
-    let table = toml::to_string(&Wrapper { calibration: [point] }).map_err(|e| werr(e.to_string()))?;
+    let tables = toml::to_string(&Wrapper { calibration: points }).map_err(|e| werr(e.to_string()))?;
     let mut text = std::fs::read_to_string(&path).map_err(|e| werr(e.to_string()))?;
     if !text.ends_with('\n') {
         text.push('\n');
     }
     text.push('\n');
-    text.push_str(&table);
+    text.push_str(&tables);
     Ok((path, text))
 }
 

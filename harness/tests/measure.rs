@@ -240,7 +240,7 @@ fn the_mnn_engine_needs_llm_bench_and_an_export_of_the_configuration() {
 }
 
 #[test]
-fn a_measured_record_becomes_a_calibration_point_and_dry_run_writes_nothing() {
+fn measured_records_become_calibration_points_and_dry_run_writes_nothing() {
     let d = tempfile::tempdir().unwrap();
     let devices = d.path().join("devices");
     std::fs::create_dir(&devices).unwrap();
@@ -256,6 +256,9 @@ fn a_measured_record_becomes_a_calibration_point_and_dry_run_writes_nothing() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rec = d.path().join("rec.json");
     std::fs::write(&rec, &out.stdout).unwrap();
+    // A second file: `--add a b --dry-run` once fitted only the last one.
+    let rec2 = d.path().join("rec2.json");
+    std::fs::write(&rec2, &out.stdout).unwrap();
     let before = std::fs::read_to_string(devices.join("host.toml")).unwrap();
     let points = |t: &str| t.matches("[[calibration]]").count();
     let calibrate = |extra: &[&str]| {
@@ -264,16 +267,20 @@ fn a_measured_record_becomes_a_calibration_point_and_dry_run_writes_nothing() {
             .arg(&devices)
             .arg("--add")
             .arg(&rec)
+            .arg(&rec2)
             .args(extra)
             .assert()
             .success()
     };
-    calibrate(&["--holdout", "--dry-run"])
-        .stderr(predicate::str::contains("would add L2-d128"))
-        .stdout(predicate::str::contains("L2-d128-h4/2-f256-v512-q4_0 [held out]"));
+    let held_rows =
+        |stdout: &[u8]| String::from_utf8_lossy(stdout).matches("L2-d128-h4/2-f256-v512-q4_0 [held out]").count();
+    let dry = calibrate(&["--holdout", "--dry-run"]).stderr(predicate::str::contains("would add L2-d128"));
+    let per_point = ["decode", "prefill", "peak-memory"].len();
+    assert_eq!(held_rows(&dry.get_output().stdout), 2 * per_point, "both files are in the dry-run fit");
     assert_eq!(std::fs::read_to_string(devices.join("host.toml")).unwrap(), before);
-    calibrate(&["--holdout"]).stderr(predicate::str::contains("added L2-d128"));
+    let real = calibrate(&["--holdout"]).stderr(predicate::str::contains("added L2-d128"));
+    assert_eq!(held_rows(&real.get_output().stdout), 2 * per_point);
     let after = std::fs::read_to_string(devices.join("host.toml")).unwrap();
-    assert_eq!(points(&after), points(&before) + 1);
+    assert_eq!(points(&after), points(&before) + 2);
     assert!(after.ends_with("holdout = true\n") || after.contains("holdout = true\n\n[calibration.model]"), "{after}");
 }

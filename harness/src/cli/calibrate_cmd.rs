@@ -1,5 +1,6 @@
 //! `pocketbench calibrate`.
 
+use anyhow::Context;
 use clap::Args;
 use pocketbench::calibrate::{calibrate, write_back};
 use pocketbench::device::{Device, Devices, Origin};
@@ -35,7 +36,10 @@ pub struct CalibrateArgs {
 pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     if !a.add.is_empty() {
         let id = a.device.as_deref().unwrap_or_default();
-        let mut device = devices.get(id)?.clone();
+        let device = devices.get(id)?;
+        // Every file is read and checked first; then the points are added
+        // together, so a bad third file leaves the profile as it was.
+        let (mut points, mut added) = (Vec::with_capacity(a.add.len()), Vec::new());
         for f in &a.add {
             let text = std::fs::read_to_string(f).map_err(|e| Usage(format!("{}: {e}", f.display())))?;
             let rec: pocketbench::record::Record =
@@ -45,14 +49,18 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
             }
             let point = pocketbench::calibrate::point_from_record(&rec, a.holdout)
                 .ok_or_else(|| Usage(format!("{}: a predicted record, not a measurement", f.display())))?;
-            // With --dry-run the point is added to the profile in memory only.
-            let (path, text) = pocketbench::calibrate::with_point(&device, &point).map_err(pocketbench::Error::from)?;
-            if !a.dry_run {
-                pocketbench::calibrate::append_point(&device, &point).map_err(pocketbench::Error::from)?;
-            }
-            device = pocketbench::device::parse(Origin::File(path), &text)?;
-            let how = if a.dry_run { "would add" } else { "added" };
-            eprintln!("{how} {} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, f.display());
+            points.push(point);
+            added.push(format!("{} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, f.display()));
+        }
+        // With --dry-run the points are added to the profile in memory only.
+        let (path, text) = pocketbench::calibrate::with_points(device, &points).map_err(pocketbench::Error::from)?;
+        let device = pocketbench::device::parse(Origin::File(path.clone()), &text)?;
+        if !a.dry_run {
+            pocketbench::calibrate::write_atomic(&path, text.as_bytes())
+                .with_context(|| format!("adding calibration points to {}", path.display()))?;
+        }
+        for what in added {
+            eprintln!("{} {what}", if a.dry_run { "would add" } else { "added" });
         }
         return fit_and_report(a, &[&device]);
     }

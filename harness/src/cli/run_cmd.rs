@@ -201,7 +201,8 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     }
     if a.save_point {
         let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
-        pocketbench::calibrate::append_point(device, &point).map_err(pocketbench::Error::from)?;
+        pocketbench::calibrate::append_points(device, std::slice::from_ref(&point))
+            .map_err(pocketbench::Error::from)?;
         eprintln!(
             "appended a{} calibration point to {}; run `pocketbench calibrate --device {}` to refit",
             if a.holdout { " held-out" } else { "" },
