@@ -1,13 +1,13 @@
-//! Energy meters against fake sysfs trees whose counters a thread advances at
-//! a known power: the integrated joules must match within 2%.
+//! Energy meters against fake sysfs trees whose counters advance at a known
+//! power with each tick of a manual clock: the integrated joules and the
+//! window's seconds must be exact.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use pocketbench::meter::{detect_in, EnergyMeter, MeterError, PowerSupplyMeter, RaplMeter};
+use pocketbench::meter::{detect_in, Clock, EnergyMeter, ManualClock, MeterError, PowerSupplyMeter, RaplMeter};
 
 /// Write via rename so the meter never reads a half-written file.
 fn put(path: &Path, value: &str) {
@@ -16,29 +16,27 @@ fn put(path: &Path, value: &str) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-/// Advance `f(elapsed)` into a file every 5 ms until stopped.
-fn driver(stop: Arc<AtomicBool>, mut f: impl FnMut(f64) + Send + 'static) -> thread::JoinHandle<()> {
-    thread::spawn(move || {
-        let t0 = Instant::now();
-        while !stop.load(Ordering::Relaxed) {
-            f(t0.elapsed().as_secs_f64());
-            thread::sleep(Duration::from_millis(5));
-        }
-    })
-}
-
-fn measure(meter: &mut dyn EnergyMeter, seconds: f64) -> (f64, f64) {
-    meter.start().unwrap();
-    thread::sleep(Duration::from_secs_f64(seconds));
-    let r = meter.stop().unwrap();
-    assert!(r.samples >= 10, "{} samples", r.samples);
-    (r.joules, r.seconds)
+/// Measure `seconds` on a manual clock whose ticks call `tick(t)` (which
+/// updates the fake sysfs files for time t): every reading is at a known
+/// instant, so joules are exact, not within a scheduler-noise tolerance.
+fn measure<M: EnergyMeter>(
+    meter: impl FnOnce(Arc<dyn Clock>) -> M,
+    seconds: f64,
+    tick: impl FnMut(f64) + Send + 'static,
+) -> (f64, f64, usize) {
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(seconds, tick));
+    let mut m = meter(clock);
+    m.start().unwrap();
+    // The manual clock runs to `seconds` at once; then its waits block until stopped.
+    thread::sleep(Duration::from_millis(30));
+    let r = m.stop().unwrap();
+    (r.joules, r.seconds, r.samples)
 }
 
 #[test]
 fn rapl_counter_with_wrap_integrates_known_power() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
+    let root = dir.path().to_path_buf();
     const WATTS: f64 = 7.0;
     // Two packages; the sub-domain must not be double counted; a 1.5 J wrap range
     // wraps several times a second at 7 W.
@@ -47,23 +45,20 @@ fn rapl_counter_with_wrap_integrates_known_power() {
         put(&root.join(d).join("max_energy_range_uj"), "1500000");
         put(&root.join(d).join("energy_uj"), "0");
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    let r = root.to_path_buf();
-    let h = driver(stop.clone(), move |t| {
+    let r = root.clone();
+    let tick = move |t: f64| {
         // Each package draws half the power; the sub-domain reports nonsense that must be ignored.
-        let uj = ((WATTS / 2.0) * t * 1e6) as u64 % 1_500_000;
+        let uj = ((WATTS / 2.0) * t * 1e6).round() as u64 % 1_500_000;
         put(&r.join("intel-rapl:0/energy_uj"), &uj.to_string());
         put(&r.join("intel-rapl:1/energy_uj"), &uj.to_string());
         put(&r.join("intel-rapl:0:0/energy_uj"), &((t * 1e9) as u64 % 1_500_000).to_string());
-    });
-    thread::sleep(Duration::from_millis(20));
-    let mut m = RaplMeter::discover(root).unwrap();
-    assert_eq!(m.name(), "RAPL powercap energy_uj (intel-rapl:0, intel-rapl:1)");
-    let (j, s) = measure(&mut m, 1.2);
-    stop.store(true, Ordering::Relaxed);
-    h.join().unwrap();
-    let expect = WATTS * s;
-    assert!((j / expect - 1.0).abs() < 0.02, "measured {j:.3} J, expected {expect:.3} J over {s:.3} s");
+    };
+    let name = RaplMeter::discover(&root).unwrap().name();
+    assert_eq!(name, "RAPL powercap energy_uj (intel-rapl:0, intel-rapl:1)");
+    let (j, s, n) = measure(|c| RaplMeter::discover(&root).unwrap().with_clock(c), 1.2, tick);
+    assert_eq!(n, 26, "a reading at 0 s, every 50 ms to 1.2 s, and one on stop");
+    assert!((s - 1.2).abs() < 1e-9, "{s}");
+    assert!((j - WATTS * 1.2).abs() < 1e-5, "measured {j} J, expected {} J", WATTS * 1.2);
 }
 
 #[test]
@@ -74,9 +69,8 @@ fn power_supply_power_now_integrates_known_power() {
     put(&bat.join("type"), "Battery\n");
     put(&bat.join("status"), "Discharging\n");
     put(&bat.join("power_now"), "3500000\n"); // 3.5 W
-    let mut m = PowerSupplyMeter::discover(dir.path()).unwrap();
-    let (j, s) = measure(&mut m, 1.0);
-    assert!((j / (3.5 * s) - 1.0).abs() < 0.02, "{j} J over {s} s");
+    let (j, s, _) = measure(|c| PowerSupplyMeter::discover(dir.path()).unwrap().with_clock(c), 1.0, |_| {});
+    assert!((s - 1.0).abs() < 1e-9 && (j - 3.5).abs() < 1e-9, "{j} J over {s} s");
 }
 
 #[test]
@@ -89,21 +83,13 @@ fn power_supply_negative_current_times_voltage() {
     put(&bat.join("status"), "Discharging");
     put(&bat.join("voltage_now"), "3870000");
     put(&bat.join("current_now"), "-500000");
-    let stop = Arc::new(AtomicBool::new(false));
     let b = bat.clone();
-    // Current ramps 0.5 A -> 1.5 A over 1 s: mean power 3.87 W x 1.0 A.
-    let h =
-        driver(stop.clone(), move |t| put(&b.join("current_now"), &format!("-{}", ((0.5 + t.min(1.0)) * 1e6) as i64)));
-    let mut m = PowerSupplyMeter::discover(dir.path()).unwrap();
-    m.start().unwrap();
-    thread::sleep(Duration::from_millis(1000));
-    let r = m.stop().unwrap();
-    let elapsed = r.seconds;
-    stop.store(true, Ordering::Relaxed);
-    h.join().unwrap();
-    // Expected: integral of 3.87 x (0.5 + t) dt over the meter's window (the ramp started just before).
-    let expect = 3.87 * (0.5 * elapsed + elapsed * elapsed / 2.0);
-    assert!((r.joules / expect - 1.0).abs() < 0.02, "{} J, expected {expect}", r.joules);
+    // Current ramps 0.5 A -> 1.5 A over 1 s: the trapezoid rule is exact on a
+    // ramp, so the integral is 3.87 V x 1.0 A x 1 s.
+    let tick = move |t: f64| put(&b.join("current_now"), &format!("-{}", ((0.5 + t) * 1e6).round() as i64));
+    let (j, s, _) = measure(|c| PowerSupplyMeter::discover(dir.path()).unwrap().with_clock(c), 1.0, tick);
+    assert!((s - 1.0).abs() < 1e-9, "{s}");
+    assert!((j - 3.87).abs() < 1e-9, "{j} J, expected 3.87");
 }
 
 #[test]

@@ -4,12 +4,16 @@
 //! raw microwatts, testable against a fake tree); this meter serves macOS,
 //! the BSDs and Windows laptops.
 
+use std::sync::Arc;
+
+use super::clock::{Clock, SystemClock};
 use super::sampler::{Reading, Sampler};
 use super::{EnergyMeter, EnergyReading, MeterError};
 
 /// Integrates `Battery::energy_rate()` of the first discharging battery.
 pub struct BatteryMeter {
     running: Option<Sampler>,
+    clock: Arc<dyn Clock>,
 }
 
 fn first_discharging() -> Result<starship_battery::Battery, MeterError> {
@@ -32,7 +36,15 @@ fn first_discharging() -> Result<starship_battery::Battery, MeterError> {
 impl BatteryMeter {
     /// Available when a battery is discharging.
     pub fn discover() -> Result<Self, MeterError> {
-        first_discharging().map(|_| BatteryMeter { running: None })
+        first_discharging().map(|_| BatteryMeter { running: None, clock: Arc::new(SystemClock::new()) })
+    }
+}
+
+impl BatteryMeter {
+    /// Time readings with `clock` instead of the system clock (tests).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 }
 
@@ -48,7 +60,7 @@ impl EnergyMeter for BatteryMeter {
             manager.refresh(&mut b).map_err(|e| MeterError::Unavailable(e.to_string()))?;
             Ok(Reading::Power(b.energy_rate().value as f64))
         });
-        self.running = Some(Sampler::start(source, self.name())?);
+        self.running = Some(Sampler::start(source, self.name(), self.clock.clone())?);
         Ok(())
     }
 

@@ -7,12 +7,14 @@
 //! `start` to `stop`, and return joules with the method that produced them.
 
 mod battery;
+pub mod clock;
 mod memory;
 mod power_supply;
 mod rapl;
 mod sampler;
 
 pub use battery::BatteryMeter;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use memory::{parse_status, MemoryStatus};
 pub use power_supply::PowerSupplyMeter;
 pub use rapl::RaplMeter;
@@ -49,7 +51,8 @@ pub enum MeterError {
 pub struct EnergyReading {
     /// Joules.
     pub joules: f64,
-    /// Seconds between start and stop.
+    /// Seconds between the first and the last reading: the window the
+    /// joules were integrated over.
     pub seconds: f64,
     /// Samples taken.
     pub samples: usize,

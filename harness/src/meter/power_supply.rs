@@ -7,6 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use super::clock::{Clock, SystemClock};
 use super::sampler::{Reading, Sampler};
 use super::{read_number, read_trimmed, EnergyMeter, EnergyReading, MeterError};
 
@@ -14,6 +17,7 @@ use super::{read_number, read_trimmed, EnergyMeter, EnergyReading, MeterError};
 pub struct PowerSupplyMeter {
     dir: PathBuf,
     running: Option<Sampler>,
+    clock: Arc<dyn Clock>,
 }
 
 impl PowerSupplyMeter {
@@ -30,7 +34,7 @@ impl PowerSupplyMeter {
             }
             seen_battery = true;
             if read_trimmed(&d.join("status")).ok().as_deref() == Some("Discharging") && power(&d).is_ok() {
-                return Ok(PowerSupplyMeter { dir: d, running: None });
+                return Ok(PowerSupplyMeter { dir: d, running: None, clock: Arc::new(SystemClock::new()) });
             }
         }
         Err(MeterError::Unavailable(if seen_battery {
@@ -51,6 +55,14 @@ fn power(dir: &Path) -> Result<f64, MeterError> {
     Ok((i * v).abs() / 1e12)
 }
 
+impl PowerSupplyMeter {
+    /// Time readings with `clock` instead of the system clock (tests).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+}
+
 impl EnergyMeter for PowerSupplyMeter {
     fn name(&self) -> String {
         let what = if self.dir.join("power_now").exists() { "power_now" } else { "current_now x voltage_now" };
@@ -59,7 +71,8 @@ impl EnergyMeter for PowerSupplyMeter {
 
     fn start(&mut self) -> Result<(), MeterError> {
         let dir = self.dir.clone();
-        self.running = Some(Sampler::start(Box::new(move || power(&dir).map(Reading::Power)), self.name())?);
+        self.running =
+            Some(Sampler::start(Box::new(move || power(&dir).map(Reading::Power)), self.name(), self.clock.clone())?);
         Ok(())
     }
 

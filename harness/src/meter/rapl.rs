@@ -5,6 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use super::clock::{Clock, SystemClock};
 use super::sampler::{Reading, Sampler};
 use super::{read_number, EnergyMeter, EnergyReading, MeterError};
 
@@ -12,6 +15,7 @@ use super::{read_number, EnergyMeter, EnergyReading, MeterError};
 pub struct RaplMeter {
     domains: Vec<PathBuf>,
     running: Option<Sampler>,
+    clock: Arc<dyn Clock>,
 }
 
 impl RaplMeter {
@@ -32,7 +36,15 @@ impl RaplMeter {
         if domains.is_empty() {
             return Err(MeterError::Unavailable(format!("no readable RAPL package domain under {}", root.display())));
         }
-        Ok(RaplMeter { domains, running: None })
+        Ok(RaplMeter { domains, running: None, clock: Arc::new(SystemClock::new()) })
+    }
+}
+
+impl RaplMeter {
+    /// Time readings with `clock` instead of the system clock (tests).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 }
 
@@ -61,7 +73,7 @@ impl EnergyMeter for RaplMeter {
             }
             Ok(Reading::Counter { joules: total, range: f64::INFINITY })
         });
-        self.running = Some(Sampler::start(source, self.name())?);
+        self.running = Some(Sampler::start(source, self.name(), self.clock.clone())?);
         Ok(())
     }
 
