@@ -131,10 +131,18 @@ fn every_residual_is_reported() {
     assert!(cal.residuals.iter().all(|r| r.rel_error.abs() < 0.10));
 }
 
+/// A recorded set of host measurements (one machine, one day), so the fit
+/// code is tested on fixed data rather than on whatever devices/host.toml a
+/// user has calibrated on their own machine.
+fn host_fixture() -> Device {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/devices/host-fixture.toml");
+    pocketbench::device::load_file(&path).unwrap()
+}
+
 #[test]
 fn host_fit_predicts_held_out_measurements() {
-    let d = devices();
-    let host = d.get("host").unwrap();
+    let fixture = host_fixture();
+    let host = &fixture;
     let cal = calibrate(host).unwrap();
     let held: Vec<_> = cal.residuals.iter().filter(|r| r.holdout).collect();
     // Held-out configurations differ from every fitted one in at least two of
@@ -160,5 +168,25 @@ fn host_fit_predicts_held_out_measurements() {
             _ => continue,
         };
         assert!(r.rel_error.abs() <= limit, "{} {}: {:+.1}%", r.model, r.metric, r.rel_error * 100.0);
+    }
+}
+
+#[test]
+fn a_fit_is_stale_when_any_input_of_it_changes() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/devices/host-fixture.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let parse = |t: &str| pocketbench::device::parse(pocketbench::device::Origin::File(path.clone()), t).unwrap();
+    assert!(matches!(parse(&text).state, CalibrationState::Calibrated { .. }));
+    // `host-info` rewrites the bandwidth fact: the fit was made against the old one.
+    let edits = [
+        ("value = \"69.5 GB/s\"", "value = \"27 GB/s\""),
+        ("kv-bits = 16", "kv-bits = 8"),
+        // A parameter outside the fit list (active power) is an input of the fit too.
+        ("value = \"10 W\"", "value = \"9 W\""),
+    ];
+    for (from, to) in edits {
+        assert!(text.contains(from), "the fixture has `{from}`");
+        let changed = text.replacen(from, to, 1);
+        assert_eq!(parse(&changed).state, CalibrationState::Stale, "after `{from}` -> `{to}`");
     }
 }

@@ -131,7 +131,9 @@ impl std::fmt::Display for CalibrationState {
             CalibrationState::Calibrated { points } => {
                 write!(f, "calibrated ({points} point{})", if *points == 1 { "" } else { "s" })
             }
-            CalibrationState::Stale => f.write_str("stale (points changed since the fit: run `pocketbench calibrate`)"),
+            CalibrationState::Stale => f.write_str(
+                "stale (points, facts or fixed parameters changed since the fit: run `pocketbench calibrate`)",
+            ),
             CalibrationState::Priors => f.write_str("priors only (no calibration points)"),
             CalibrationState::Unfitted => f.write_str("not fitted yet (run `pocketbench calibrate`)"),
         }
@@ -307,13 +309,6 @@ impl Device {
             }
             points.push(point);
         }
-        let digest = digest(&p.calibration, &p.model.fit);
-        let state = match (&m.fitted_digest, points.is_empty()) {
-            (_, true) => CalibrationState::Priors,
-            (None, false) => CalibrationState::Unfitted,
-            (Some(d), false) if *d == digest => CalibrationState::Calibrated { points: points.len() },
-            (Some(_), false) => CalibrationState::Stale,
-        };
         let model = DeviceModel {
             bandwidth: p.facts.bandwidth.value.0,
             compute: p.facts.compute.value.0,
@@ -322,6 +317,13 @@ impl Device {
             act_bits: p.engine.act_bits,
             prefill_chunk: p.engine.prefill_chunk,
             params,
+        };
+        let digest = digest(&p.calibration, &p.model.fit, &model);
+        let state = match (&m.fitted_digest, points.is_empty()) {
+            (_, true) => CalibrationState::Priors,
+            (None, false) => CalibrationState::Unfitted,
+            (Some(d), false) if *d == digest => CalibrationState::Calibrated { points: points.len() },
+            (Some(_), false) => CalibrationState::Stale,
         };
         Ok(Device { profile, origin, model, budgets, reference_workload, points, digest, state })
     }
@@ -349,10 +351,16 @@ fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
     }
 }
 
-/// FNV-1a of the JSON form of the points and the free-parameter list: a fit is
-/// stale when either changed.
-fn digest(points: &[PointToml], fit: &[FreeParam]) -> String {
-    let text = serde_json::to_string(&(points, fit)).unwrap_or_default();
+/// FNV-1a over every input of the fit: the points, the free-parameter list,
+/// the facts and engine settings the predictor reads (bandwidth, compute,
+/// KV and activation widths, prefill chunk) and the values of the parameters
+/// that are not fitted. A fit is stale when any of them changed since (for
+/// instance `host-info` rewriting the bandwidth fact).
+fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
+    let fixed: Vec<(&str, f64)> =
+        FreeParam::ALL.iter().filter(|p| !fit.contains(p)).map(|p| (p.key(), m.params.get(*p))).collect();
+    let facts = (m.bandwidth, m.compute, m.kv_bits, m.act_bits, m.prefill_chunk);
+    let text = serde_json::to_string(&(points, fit, facts, fixed)).unwrap_or_default();
     format!("{:016x}", crate::fnv1a(text.as_bytes()))
 }
 

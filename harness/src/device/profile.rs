@@ -231,6 +231,19 @@ pub enum FreeParam {
 }
 
 impl FreeParam {
+    /// Every parameter.
+    pub const ALL: [FreeParam; 9] = [
+        FreeParam::BandwidthEfficiency,
+        FreeParam::LayerCost,
+        FreeParam::TokenCost,
+        FreeParam::ComputeEfficiency,
+        FreeParam::EngineOverhead,
+        FreeParam::ActivePower,
+        FreeParam::EmbeddingExtra,
+        FreeParam::AttentionCost,
+        FreeParam::WeightExtra,
+    ];
+
     /// The TOML key.
     pub fn key(self) -> &'static str {
         match self {
