@@ -229,20 +229,8 @@ pub fn measured(
     let err = |source| MeasureError { config: shape.id(), device: device.id().into(), source };
     let series = |f: fn(&Rep) -> f64| -> Result<Summary, MeasureError> {
         let v: Vec<f64> = probe.reps.iter().map(f).collect();
-        // A single repetition is reported as-is, with no spread.
-        if v.len() == 1 {
-            return Ok(Summary {
-                n: 1,
-                median: v[0],
-                mad: 0.0,
-                mean: v[0],
-                cv: 0.0,
-                ci95_lo: v[0],
-                ci95_hi: v[0],
-                min: v[0],
-                max: v[0],
-                outliers: 0,
-            });
+        if let [one] = v[..] {
+            return Ok(Summary::single(one));
         }
         Ok(Sample::new(v).map_err(err)?.summary())
     };

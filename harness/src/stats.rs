@@ -60,16 +60,45 @@ pub struct Summary {
     pub mean: f64,
     /// Coefficient of variation: standard deviation / mean.
     pub cv: f64,
-    /// Lower end of the 95% bootstrap interval of the median.
-    pub ci95_lo: f64,
-    /// Upper end.
-    pub ci95_hi: f64,
+    /// Lower end of the 95% bootstrap interval of the median; `None` (null)
+    /// for a single repetition, which has no interval.
+    pub ci95_lo: Option<f64>,
+    /// Upper end; `None` for a single repetition.
+    pub ci95_hi: Option<f64>,
     /// Minimum.
     pub min: f64,
     /// Maximum.
     pub max: f64,
     /// Points flagged as outliers.
     pub outliers: usize,
+}
+
+impl Summary {
+    /// A single repetition as it is: no spread, and no interval (a 95%
+    /// interval needs at least two points; [`Sample`] refuses fewer).
+    pub fn single(v: f64) -> Summary {
+        Summary {
+            n: 1,
+            median: v,
+            mad: 0.0,
+            mean: v,
+            cv: 0.0,
+            ci95_lo: None,
+            ci95_hi: None,
+            min: v,
+            max: v,
+            outliers: 0,
+        }
+    }
+
+    /// The 95% interval of the median in words: "95% CI a..b", or "no
+    /// interval (1 repetition)".
+    pub fn interval_label(&self, decimals: usize) -> String {
+        match (self.ci95_lo, self.ci95_hi) {
+            (Some(lo), Some(hi)) => format!("95% CI {lo:.decimals$}..{hi:.decimals$}"),
+            _ => format!("no interval ({} repetition{})", self.n, if self.n == 1 { "" } else { "s" }),
+        }
+    }
 }
 
 fn median_of(v: &[f64]) -> f64 {
@@ -151,8 +180,8 @@ impl Sample {
             mad: self.mad(),
             mean,
             cv: if mean != 0.0 { var.sqrt() / mean.abs() } else { 0.0 },
-            ci95_lo,
-            ci95_hi,
+            ci95_lo: Some(ci95_lo),
+            ci95_hi: Some(ci95_hi),
             min: self.0.iter().copied().fold(f64::INFINITY, f64::min),
             max: self.0.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             outliers: self.outliers().iter().filter(|o| **o).count(),
@@ -180,7 +209,8 @@ mod tests {
         assert_eq!(s.outliers(), vec![false, false, false, false, true]);
         let sum = s.summary();
         assert_eq!((sum.min, sum.max, sum.outliers), (9.0, 30.0, 1));
-        assert!(sum.ci95_lo <= 10.0 && sum.ci95_hi >= 10.0);
+        let (lo, hi) = (sum.ci95_lo.unwrap(), sum.ci95_hi.unwrap());
+        assert!(lo <= 10.0 && hi >= 10.0);
     }
 
     proptest! {
@@ -190,7 +220,8 @@ mod tests {
             let sum = s.summary();
             prop_assert!(sum.min <= sum.median && sum.median <= sum.max);
             prop_assert!(sum.mad >= 0.0);
-            prop_assert!(sum.ci95_lo <= sum.ci95_hi && sum.ci95_lo >= sum.min && sum.ci95_hi <= sum.max);
+            let (lo, hi) = (sum.ci95_lo.unwrap(), sum.ci95_hi.unwrap());
+            prop_assert!(lo <= hi && lo >= sum.min && hi <= sum.max);
             let shifted = Sample::new(v.iter().map(|x| x + c).collect()).unwrap();
             prop_assert!((shifted.median() - (s.median() + c)).abs() < 1e-6);
             prop_assert!((shifted.mad() - s.mad()).abs() < 1e-6);

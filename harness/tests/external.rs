@@ -7,20 +7,19 @@ use pocketbench::runner::{HostRunner, Job, Runner};
 mod common;
 
 /// Measure 64 prompt + 16 generated tokens, 3 repetitions on 2 threads,
-/// through `engine` with the real probe binary (its tool found through the
-/// environment the caller set).
+/// through `engine` with the real probe binary, its tool found through the
+/// variable `tool` given to the probe alone (a `set_var` here would race
+/// with sibling tests that spawn processes).
 fn measure_64_16(
     engine: pocketbench::probe::EngineKind,
     shape: pocketbench::arch::Shape,
     engine_model: Option<std::path::PathBuf>,
     dir: &std::path::Path,
+    tool: (&str, &std::path::Path),
 ) -> pocketbench::probe::ProbeResult {
-    let r = HostRunner {
-        device: "host".into(),
-        exe: env!("CARGO_BIN_EXE_pocketbench").into(),
-        cache: dir.join("cache"),
-        available_bytes: 1 << 30,
-    };
+    let mut r = HostRunner::new("host", env!("CARGO_BIN_EXE_pocketbench").into(), dir.join("cache"));
+    r.available_bytes = 1 << 30;
+    r.probe_env.push((tool.0.into(), tool.1.into()));
     let job = Job {
         shape,
         workload: pocketbench::workload::Workload::new(64, 16, None).unwrap(),
@@ -111,9 +110,8 @@ mod as_engine {
     fn the_probe_runs_llama_bench_and_keeps_its_samples() {
         let d = tempfile::tempdir().unwrap();
         let bin = shim(d.path(), REPLAY);
-        // Only this test sets it, and every probe it starts inherits it.
-        std::env::set_var("POCKETBENCH_LLAMA_BENCH", &bin);
-        let p = crate::measure_64_16(EngineKind::LlamaBench, common::tiny(), None, d.path());
+        let tool = ("POCKETBENCH_LLAMA_BENCH", bin.as_path());
+        let p = crate::measure_64_16(EngineKind::LlamaBench, common::tiny(), None, d.path(), tool);
         assert_eq!(p.engine, "llama-bench");
         assert!(p.engine_version.contains("build 0 (unknown)"), "{}", p.engine_version);
         let tg: Vec<f64> = p.reps.iter().map(|x| x.decode_tok_s).collect();
@@ -255,10 +253,9 @@ mod mnn {
         let bin = shim(d.path(), REPLAY);
         std::fs::create_dir(d.path().join("export")).unwrap();
         let config = export(&d.path().join("export"));
-        // Only this test sets it, and every probe it starts inherits it.
-        std::env::set_var("POCKETBENCH_MNN_LLM_BENCH", &bin);
         let pocket = preset("mnn-pocket-0.3b").unwrap().shape;
-        let p = crate::measure_64_16(EngineKind::MnnLlmBench, pocket, Some(config.clone()), d.path());
+        let tool = ("POCKETBENCH_MNN_LLM_BENCH", bin.as_path());
+        let p = crate::measure_64_16(EngineKind::MnnLlmBench, pocket, Some(config.clone()), d.path(), tool);
         assert_eq!(p.engine, "mnn-llm-bench");
         assert!(p.engine_version.contains("backend CPU, precision 2, memory 2"), "{}", p.engine_version);
         let tg: Vec<f64> = p.reps.iter().map(|x| x.decode_tok_s).collect();

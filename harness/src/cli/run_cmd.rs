@@ -224,11 +224,10 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
         m.decode.n
     );
     outln!(
-        "  decode        {:>9.1} tok/s   median; MAD {:.2}, 95% CI {:.1}..{:.1}, CV {:.1}%, {} outlier(s)   {}",
+        "  decode        {:>9.1} tok/s   median; MAD {:.2}, {}, CV {:.1}%, {} outlier(s)   {}",
         m.decode.median,
         m.decode.mad,
-        m.decode.ci95_lo,
-        m.decode.ci95_hi,
+        m.decode.interval_label(1),
         m.decode.cv * 100.0,
         m.decode.outliers,
         verdict(&r.budgets.decode)

@@ -69,8 +69,9 @@ fn rep(spec: &ProbeSpec, prefill_tok_s: f64, decode_tok_s: f64, load_s: Option<f
 }
 
 /// The share of the runner's timeout one of `processes` external processes
-/// may take: each gives up before the runner would kill the probe and
-/// orphan it.
+/// may take: each gives up before the runner's timeout, so the failure says
+/// which tool hung. (Orphans are not the reason: the host runner kills the
+/// probe's whole process group, the tools included.)
 fn per_process_timeout(spec: &ProbeSpec, processes: u32) -> Duration {
     Duration::from_secs_f64(spec.timeout_s.unwrap_or(1800.0) * 0.9 / processes.max(1) as f64)
 }

@@ -1,6 +1,11 @@
 //! The host runner: each configuration in a fresh child process
 //! (`pocketbench probe --spec FILE`), with a timeout, its stdout and stderr
 //! going to files (so a chatty child can never block on a full pipe).
+//!
+//! On Unix the probe starts in a process group of its own, and a timeout
+//! kills the whole group, as cargo-nextest does: an external engine the
+//! probe runs (llama-bench, llm_bench) dies with it instead of living on as
+//! an orphan that keeps loading the machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,13 +26,28 @@ pub struct HostRunner {
     pub cache: PathBuf,
     /// Memory available to a probe, bytes (sysinfo, at start).
     pub available_bytes: u64,
+    /// CPU brand string.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub logical_cpus: usize,
+    /// Extra environment for the probe process only (for instance where an
+    /// external engine's tool is), so callers need not change their own.
+    pub probe_env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
 }
 
 impl HostRunner {
     /// A runner spawning `exe`.
     pub fn new(device: &str, exe: PathBuf, cache: PathBuf) -> Self {
-        let available_bytes = crate::probe::HostFacts::collect().available_bytes;
-        HostRunner { device: device.into(), exe, cache, available_bytes }
+        let facts = crate::probe::HostFacts::collect();
+        HostRunner {
+            device: device.into(),
+            exe,
+            cache,
+            available_bytes: facts.available_bytes,
+            cpu: facts.cpu,
+            logical_cpus: facts.logical_cpus,
+            probe_env: Vec::new(),
+        }
     }
 
     fn work_dir(&self, job: &Job) -> Result<tempfile::TempDir, Failure> {
@@ -39,6 +59,15 @@ impl HostRunner {
     }
 }
 
+/// Kill `child` and, on Unix, every process of its group (it leads one).
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+}
+
 fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let v: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
@@ -48,6 +77,23 @@ fn tail(path: &Path, lines: usize) -> String {
 impl Runner for HostRunner {
     fn device(&self) -> &str {
         &self.device
+    }
+
+    fn build(&self, engine: crate::probe::EngineKind) -> String {
+        // The probe is this same executable: its build and kernels are ours.
+        let b = probe::BuildInfo::current();
+        format!(
+            "{} via pocketbench {} ({} {} opt-level {}, {}), kernels {}, on {} ({} logical CPUs)",
+            engine.name(),
+            b.pocketbench,
+            b.target,
+            b.profile,
+            b.opt_level,
+            b.rustc,
+            crate::kernels::isa().name(),
+            self.cpu,
+            self.logical_cpus
+        )
     }
 
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure> {
@@ -81,13 +127,17 @@ impl Runner for HostRunner {
         let write = |p: &Path, s: &str| std::fs::write(p, s).map_err(|e| Failure::Build { reason: e.to_string() });
         write(&spec_path, &serde_json::to_string(&spec).map_err(|e| Failure::Build { reason: e.to_string() })?)?;
         let stderr = std::fs::File::create(&err_path).map_err(|e| Failure::Build { reason: e.to_string() })?;
-        let mut child = Command::new(&self.exe)
+        let mut cmd = Command::new(&self.exe);
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
             .arg("probe")
             .arg("--spec")
             .arg(&spec_path)
             .arg("--out")
             .arg(&out_path)
             .env("RAYON_NUM_THREADS", job.threads.to_string())
+            .envs(self.probe_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(stderr)
@@ -97,7 +147,7 @@ impl Runner for HostRunner {
             match child.wait_timeout(job.timeout).map_err(|e| Failure::Unavailable { reason: e.to_string() })? {
                 Some(s) => s,
                 None => {
-                    let _ = child.kill();
+                    kill_group(&mut child);
                     let _ = child.wait();
                     return Err(Failure::Timeout { seconds: job.timeout.as_secs_f64() });
                 }

@@ -101,6 +101,10 @@ pub enum Failure {
 pub trait Runner {
     /// Device id.
     fn device(&self) -> &str;
+    /// What will measure through `engine` here, as far as it is known before
+    /// running: the probe's build, its kernel ISA and the machine. A stored
+    /// measurement is reused only by a runner with the same build.
+    fn build(&self, engine: crate::probe::EngineKind) -> String;
     /// Measure one configuration.
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure>;
 }

@@ -1,8 +1,10 @@
 //! Measuring the promising configurations of a predicted sweep on every
-//! device that has a runner, with results saved as data first: each
-//! measurement is written to the store directory the moment it finishes, and
-//! a rerun loads it instead of measuring again, so a killed sweep resumes
-//! without redoing or losing finished work.
+//! device that has a runner, with results saved as data first: each probe
+//! result (the raw samples) is written to the store directory the moment it
+//! finishes, and a rerun loads it instead of measuring again, so a killed
+//! sweep resumes without redoing or losing finished work. The record is
+//! derived from the stored samples on every run, so its prediction, budgets
+//! and verdicts are judged against today's profile, not the first run's.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +14,7 @@ use super::run::mark_frontier;
 use super::{Outcome, Plan};
 use crate::device::Device;
 use crate::event::{Event, Reporter};
+use crate::probe::ProbeResult;
 use crate::record::{measured, Record};
 use crate::runner::{Failure, Job, Runner};
 
@@ -83,16 +86,24 @@ fn candidates(recs: &[&Record], sel: Selection) -> Vec<String> {
     v[..n].iter().map(|r| r.config_id.clone()).collect()
 }
 
-/// The file a measurement is stored in: everything that changes the result is in the name.
-pub fn store_path(store: &Path, device: &str, job: &Job) -> PathBuf {
-    store.join(device).join(format!(
-        "{}-{}-p{}-g{}-r{}-t{}.json",
+/// The file a measurement is stored in. Everything that changes the
+/// measured numbers is in the name: the configuration, engine, workload,
+/// repetitions and threads, and a digest of what runs them (the runner's
+/// build: harness version, target, profile, kernel ISA and machine) and of
+/// the device profile's engine settings. The budgets are not: a stored
+/// result is re-judged against today's.
+pub fn store_path(store: &Path, device: &Device, build: &str, job: &Job) -> PathBuf {
+    let engine = serde_json::to_string(&device.profile.engine).unwrap_or_default();
+    let what_runs = crate::fnv1a(format!("{build}\n{engine}").as_bytes());
+    store.join(device.id()).join(format!(
+        "{}-{}-p{}-g{}-r{}-t{}-{:08x}.json",
         job.shape.id(),
         job.engine.name(),
         job.workload.prompt,
         job.workload.gen,
         job.reps,
-        job.threads
+        job.threads,
+        what_runs as u32
     ))
 }
 
@@ -125,32 +136,34 @@ pub fn measure(
                 engine: settings.engine.unwrap_or(device.profile.engine.probe),
                 engine_model: None,
             };
-            let path = store_path(&settings.store, device.id(), &job);
+            let path = store_path(&settings.store, device, &runner.build(job.engine), &job);
             reporter.report(&Event::Measuring {
                 device: device.id().into(),
                 config: shape.to_string(),
                 index: i + 1,
                 total,
             });
-            let record = match load_stored(&path) {
-                Some(r) => {
+            let cap = recs_capability(outcome, device.id(), id);
+            let probe = match load_stored(&path) {
+                Some(p) => {
                     reporter.report(&Event::Resumed {
                         device: device.id().into(),
                         config: shape.to_string(),
                         path: path.clone(),
                     });
-                    Ok(r)
+                    Ok(p)
                 }
                 None => measure_with_retries(runner.as_ref(), &job, settings.retries).and_then(|(probe, _)| {
-                    let cap = recs_capability(outcome, device.id(), id);
-                    let rec = measured(shape, acct, device, probe, &cap)
-                        .map_err(|e| (Failure::BadOutput { reason: e.to_string() }, 1))?;
-                    save(&path, &rec).map_err(|e| {
+                    save(&path, &probe).map_err(|e| {
                         (Failure::BadOutput { reason: format!("cannot store {}: {e}", path.display()) }, 1)
                     })?;
-                    Ok(rec)
+                    Ok(probe)
                 }),
             };
+            let record = probe.and_then(|probe| {
+                measured(shape, acct, device, probe, &cap)
+                    .map_err(|e| (Failure::BadOutput { reason: e.to_string() }, 1))
+            });
             match record {
                 Ok(rec) => {
                     reporter.report(&Event::Measured {
@@ -218,15 +231,15 @@ fn measure_with_retries(
     }
 }
 
-fn load_stored(path: &Path) -> Option<Record> {
+fn load_stored(path: &Path) -> Option<ProbeResult> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-fn save(path: &Path, rec: &Record) -> std::io::Result<()> {
+fn save(path: &Path, probe: &ProbeResult) -> std::io::Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d)?;
     }
-    let json = serde_json::to_string_pretty(rec).map_err(std::io::Error::other)?;
+    let json = serde_json::to_string_pretty(probe).map_err(std::io::Error::other)?;
     crate::calibrate::write_atomic(path, json.as_bytes())
 }
 
@@ -245,6 +258,9 @@ mod tests {
     impl Runner for Gone {
         fn device(&self) -> &str {
             "host"
+        }
+        fn build(&self, _: crate::probe::EngineKind) -> String {
+            "test".into()
         }
         fn measure(&self, _: &Job) -> Result<crate::probe::ProbeResult, Failure> {
             self.calls.set(self.calls.get() + 1);
