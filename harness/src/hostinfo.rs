@@ -101,6 +101,11 @@ pub fn measure(bytes: usize, passes: usize) -> Bandwidth {
 /// `civil_from_days`, <http://howardhinnant.github.io/date_algorithms.html>).
 pub fn today() -> String {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    date_of(secs)
+}
+
+/// The UTC date of `secs` seconds after the Unix epoch, as YYYY-MM-DD.
+pub fn date_of(secs: i64) -> String {
     let z = secs.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -118,17 +123,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn small_buffer_gives_positive_ordered_figures() {
+    fn measure_reports_positive_figures_for_its_buffer() {
+        // An 8 MiB buffer sits in cache: this checks the plumbing (every
+        // figure measured, the buffer and threads recorded), not memory
+        // bandwidth, which only a buffer far past the last-level cache shows.
         let b = measure(8 << 20, 2);
         assert!(b.read_1 > 1e8 && b.read_all > 1e8 && b.copy_1 > 1e8 && b.copy_all > 1e8, "{b:?}");
         assert_eq!(b.buffer_bytes, 8 << 20);
+        assert_eq!(b.threads, std::thread::available_parallelism().map_or(1, |p| p.get()));
     }
 
     #[test]
-    fn date_is_well_formed() {
-        let t = today();
-        assert_eq!(t.len(), 10);
-        assert!(t.starts_with("20"));
-        assert_eq!(&t[4..5], "-");
+    fn best_keeps_the_largest_pass() {
+        let mut passes = [3.0, 9.0, 4.0].into_iter();
+        assert_eq!(best(3, || passes.next().unwrap()), 9.0);
+    }
+
+    #[test]
+    fn dates_of_known_instants() {
+        for (secs, date) in [
+            (0, "1970-01-01"),
+            (-86_400, "1969-12-31"),
+            (951_782_400, "2000-02-29"),
+            (951_782_400 + 86_399, "2000-02-29"),
+            (1_796_083_200, "2026-12-01"),
+            (4_107_542_400, "2100-03-01"),
+        ] {
+            assert_eq!(date_of(secs), date, "{secs}");
+        }
+        assert_eq!(today().len(), 10);
     }
 }

@@ -54,6 +54,12 @@ pub enum Error {
     /// A sweep file is invalid or too large.
     #[error(transparent)]
     Sweep(#[from] sweep::SweepError),
+    /// A measurement cannot be made as asked.
+    #[error(transparent)]
+    Job(#[from] runner::JobError),
+    /// A sweep cannot measure as asked.
+    #[error(transparent)]
+    MeasurePlan(#[from] sweep::MeasurePlanError),
     /// Calibration failed.
     #[error(transparent)]
     Calibration(#[from] calibrate::CalibrationError),
@@ -68,6 +74,9 @@ pub enum Error {
         /// Known ids.
         known: String,
     },
+    /// Several profiles are invalid: each one's errors, every file reported.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Profiles(Vec<Error>),
     /// Two profiles share an id.
     #[error("two device profiles have the id `{0}`")]
     DuplicateDevice(String),
@@ -98,6 +107,7 @@ impl Error {
         match self {
             Error::Io { .. } => false,
             Error::Calibration(c) => !matches!(c, calibrate::CalibrationError::Write { .. }),
+            Error::Profiles(all) => all.iter().all(Error::is_usage),
             _ => true,
         }
     }

@@ -214,12 +214,48 @@ fn report_rerenders_from_results_json() {
 
 #[test]
 fn broken_pipe_is_not_a_crash() {
-    // `head` closing stdout early must not panic the binary.
-    let out = std::process::Command::new("sh")
-        .current_dir(root())
-        .arg("-c")
-        .arg(format!("{} presets | head -1", env!("CARGO_BIN_EXE_pocketbench")))
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    // `pocketbench … | head -1` closes the pipe early. The read end is closed
+    // before the binary starts, so its first write fails for certain (a
+    // `| head` of a short output would have fit in the pipe's buffer and
+    // never broken it).
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    for args in [&["presets"][..], &["devices"][..], &["predict", "--preset", "qwen3-0.6b", "--device", "ipad-pro-m5"]]
+    {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pocketbench"))
+            .current_dir(root())
+            .args(args)
+            .stdout(writer.try_clone().unwrap())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn every_invalid_profile_and_key_is_reported_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let edit = |name: &str, edits: &[(&str, &str)]| {
+        let mut text = std::fs::read_to_string(root().join(format!("devices/{name}.toml"))).unwrap();
+        for (from, to) in edits {
+            assert!(text.contains(from), "{name} has `{from}`");
+            text = text.replacen(from, to, 1);
+        }
+        std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap();
+    };
+    // Two problems in one file, one in another: all three are reported.
+    edit("ipad-pro-m5", &[("kv-bits = 16", "kv-bits = 12"), ("value = \"25%\"", "value = \"250%\"")]);
+    edit("oneplus-13", &[("act-bits = 16", "act-bits = 7")]);
+    let a = pb().args(["--devices-dir", dir.path().to_str().unwrap(), "devices"]).assert().code(2);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    for want in [
+        "ipad-pro-m5.toml: model.compute-efficiency: must be in (0, 100%], got 250%",
+        "ipad-pro-m5.toml: engine.kv-bits: must be 4, 8, 16 or 32, got 12",
+        "oneplus-13.toml: engine.act-bits: must be 4, 8, 16 or 32, got 7",
+    ] {
+        assert!(stderr.contains(want), "missing `{want}` in:\n{stderr}");
+    }
 }

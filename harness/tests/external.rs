@@ -10,6 +10,7 @@ mod common;
 /// through `engine` with the real probe binary, its tool found through the
 /// variable `tool` given to the probe alone (a `set_var` here would race
 /// with sibling tests that spawn processes).
+#[cfg(unix)]
 fn measure_64_16(
     engine: pocketbench::probe::EngineKind,
     shape: pocketbench::arch::Shape,
@@ -77,6 +78,8 @@ fn not_llama_bench_output_is_an_error() {
 const PP64: &str = include_str!("fixtures/llama-bench/pocket-t2-pp64.json");
 const TG16_D64: &str = include_str!("fixtures/llama-bench/pocket-t2-tg16-d64.json");
 
+// The shims are POSIX shell scripts made executable with Unix permissions.
+#[cfg(unix)]
 mod as_engine {
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
@@ -167,6 +170,7 @@ const MNN_REPS: [&str; 3] = [
 const MNN_CONFIG: &str = include_str!("fixtures/mnn-llm-bench/config.json");
 const MNN_LLM_CONFIG: &str = include_str!("fixtures/mnn-llm-bench/llm_config.json");
 
+#[cfg(unix)]
 mod mnn {
     use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};

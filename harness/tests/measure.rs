@@ -109,7 +109,8 @@ fn run_refuses_bad_settings_and_unreachable_devices() {
     pb(d.path())
         .arg("run")
         .args(TINY)
-        .args(["--device", "oneplus-13"])
+        // A job that validates (the input is checked first), on a device without a runner.
+        .args(["--device", "oneplus-13", "--prompt", "16", "--gen", "8"])
         .assert()
         .code(3)
         .stderr(predicate::str::contains("that runner is not built yet"));
@@ -194,6 +195,28 @@ fn a_failing_probe_is_recorded_and_the_sweep_goes_on_then_resumes() {
     assert_eq!(reused["budgets"]["decode"]["limit"], 20000.0, "judged against today's budget");
     assert_eq!(reused["budgets"]["decode"]["status"], "fail");
     assert!(v["failures"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_sweep_checks_every_job_before_it_predicts_anything() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("mixed.toml");
+    std::fs::write(
+        &f,
+        "[sweep]\nname = \"mixed\"\ndevices = [\"host\"]\n[workload]\nprompt = 16\ngen = 8\n\
+         [space]\nlayers = [1, 2]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\ncontext = 256\n\
+         qk-norm = [true, false]\n",
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let a =
+        pb(d.path()).arg("sweep").arg(&f).args(["--measure", "1", "--reps", "0", "--out"]).arg(&out).assert().code(2);
+    let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+    // Every problem at once: the setting, and both shapes without QK-norm.
+    assert!(stderr.contains("cannot measure as asked"), "{stderr}");
+    assert!(stderr.contains("--reps must be between 1"), "{stderr}");
+    assert_eq!(stderr.matches("which have QK-norm; this shape has none").count(), 2, "{stderr}");
+    assert!(!out.exists(), "nothing was predicted or written");
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! The host runner against shims that misbehave the ways real probes do, and
-//! the real probe on a tiny configuration.
+//! the real probe on a tiny configuration. The shims are POSIX shell scripts
+//! and the checks read `/proc`, so this suite is for Unix (Linux) hosts.
+#![cfg(unix)]
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -146,3 +146,14 @@ fn quick_summary_snapshot() {
 fn quick_frontier_snapshot() {
     insta::assert_snapshot!("quick_frontier_csv", FrontierCsv.render(&sweep("quick.toml")).unwrap());
 }
+
+#[test]
+fn results_json_snapshot() {
+    let devices = Devices::built_in().unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweeps/two-by-two.toml");
+    let mut plan = Plan::from_file(&file, &PlanOptions::default()).unwrap();
+    plan.file = PathBuf::from("two-by-two.toml"); // stable in snapshots
+    let devs = devices.select(&plan.devices).unwrap();
+    let outcome = run(&plan, &devs, None, &mut Collect::default());
+    insta::assert_snapshot!("two_by_two_results_json", ResultsJson.render(&SweepReport::new(&plan, outcome)).unwrap());
+}

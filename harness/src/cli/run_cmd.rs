@@ -6,9 +6,9 @@ use clap::Args;
 use pocketbench::capability::{capability, ProxySettings};
 use pocketbench::device::{Device, Devices, Transport};
 use pocketbench::record::{measured, Record};
-use pocketbench::runner::{HostRunner, Job, Runner};
+use pocketbench::runner::{HostRunner, Job, JobSettings, Runner};
 
-use super::exit::{Harness, Usage};
+use super::exit::Harness;
 use super::render::verdict;
 use super::{Code, ShapeArgs, WorkloadArgs};
 
@@ -87,87 +87,18 @@ pub fn runner_for(device: &Device) -> anyhow::Result<Box<dyn Runner>> {
     }
 }
 
-/// The engine to measure `device` through: `--engine`, else the profile's.
-pub fn engine_for(device: &Device, m: &MeasureArgs) -> anyhow::Result<pocketbench::probe::EngineKind> {
-    let e = m.engine.unwrap_or(device.profile.engine.probe);
-    engine_available(e)?;
-    Ok(e)
-}
-
-fn engine_available(e: pocketbench::probe::EngineKind) -> anyhow::Result<()> {
-    if e.available() {
-        return Ok(());
-    }
-    Err(Usage(e.unavailable_because()).into())
-}
-
-/// Check measurement settings before anything runs.
-pub fn validate(m: &MeasureArgs) -> anyhow::Result<()> {
-    if m.reps == 0 || m.reps > pocketbench::probe::MAX_REPS {
-        return Err(
-            Usage(format!("--reps must be between 1 and {}, got {}", pocketbench::probe::MAX_REPS, m.reps)).into()
-        );
-    }
-    if let Some(e) = m.engine {
-        engine_available(e)?;
-    }
-    if let Some(t) = m.threads.filter(|t| *t == 0 || *t > 1024) {
-        return Err(Usage(format!("--threads must be between 1 and 1024, got {t}")).into());
-    }
-    Ok(())
-}
-
-/// Build a job after validating the settings.
-pub fn job(
-    device: &Device,
-    shape: pocketbench::arch::Shape,
-    w: pocketbench::workload::Workload,
-    m: &MeasureArgs,
-) -> anyhow::Result<Job> {
-    validate(m)?;
-    let threads = pocketbench::runner::threads_for(device, m.threads);
-    if w.context > shape.context {
-        return Err(Usage(format!(
-            "the workload needs {} positions; the configuration is built for {} (--context)",
-            w.context, shape.context
-        ))
-        .into());
-    }
-    pocketbench::probe::gguf::tensor_plan(&shape).map_err(|e| Usage(e.to_string()))?;
-    let engine = engine_for(device, m)?;
-    let engine_model = match (engine.needs_engine_model(), &m.engine_model) {
-        (true, Some(p)) => {
-            pocketbench::external::mnn_llm_bench::ModelInfo::check(p, &shape).map_err(|e| Usage(e.to_string()))?;
-            Some(p.clone())
+impl MeasureArgs {
+    /// The settings every job is built from (checked by the library's one job builder).
+    pub fn settings(&self) -> JobSettings {
+        JobSettings {
+            reps: self.reps,
+            threads: self.threads,
+            timeout: Duration::from_secs(self.timeout.max(1)),
+            force: self.force,
+            engine: self.engine,
+            engine_model: self.engine_model.clone(),
         }
-        (true, None) => {
-            return Err(Usage(format!(
-                "the {} engine reads a model of its own format: pass --engine-model (the config.json of an MNN export of this configuration)",
-                engine.name()
-            ))
-            .into())
-        }
-        (false, Some(_)) => {
-            return Err(Usage(format!(
-                "--engine-model is read only by engines with a model format of their own (mnn-llm-bench), not by {}",
-                engine.name()
-            ))
-            .into())
-        }
-        (false, None) => None,
-    };
-    let predicted = pocketbench::predict::predict(&shape, &shape.accounting(), &device.model, &w);
-    Ok(Job {
-        shape,
-        workload: w,
-        reps: m.reps,
-        threads,
-        timeout: Duration::from_secs(m.timeout.max(1)),
-        predicted_peak_bytes: predicted.peak_mem_bytes,
-        force: m.force,
-        engine,
-        engine_model,
-    })
+    }
 }
 
 /// Measure one job into a record.
@@ -189,8 +120,8 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
     let w = a.workload.on_device(device)?;
+    let job = a.measure.settings().job(device, shape, w).map_err(pocketbench::Error::from)?;
     let runner = runner_for(device)?;
-    let job = job(device, shape, w, &a.measure)?;
     eprintln!("measuring {} on {} ({} reps, {} threads, {w})...", shape, device.id(), job.reps, job.threads);
     let r =
         measure_one(runner.as_ref(), device, &job, &ProxySettings::default()).map_err(|f| Harness(f.to_string()))?;

@@ -12,7 +12,6 @@ use pocketbench::report::{self, SweepReport};
 use pocketbench::sweep::{self, MeasureSettings, Plan, PlanOptions, Selection};
 use pocketbench::units::ParamCount;
 
-use super::exit::Usage;
 use super::render::StderrReporter;
 use super::run_cmd::{runner_for, MeasureArgs};
 use super::{Code, WorkloadArgs};
@@ -72,10 +71,9 @@ pub struct ReportArgs {
 
 /// Run `sweep`.
 pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
-    // Validate everything into a plan before any work.
-    if a.measure.is_some() {
-        super::run_cmd::validate(&a.measure_args)?;
-    }
+    // Validate everything into a plan before any work: the sweep file, the
+    // devices, the scores and, with --measure, every job on every measurable
+    // device; nothing is predicted before all of it holds.
     let opts = PlanOptions {
         devices: a.devices.clone(),
         workload: a.workload.spec(),
@@ -85,6 +83,26 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     let plan = Plan::from_file(&a.file, &opts)?;
     let devs = devices.select(&plan.devices)?;
     let scores = a.scores.as_deref().map(Scores::load).transpose().map_err(pocketbench::Error::from)?;
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
+    let measuring = match a.measure {
+        Some(count) => {
+            let settings = MeasureSettings {
+                selection: match count {
+                    MeasureCount::Top(k) => Selection::Top(k),
+                    MeasureCount::All => Selection::All,
+                },
+                job: a.measure_args.settings(),
+                retries: a.retries,
+                store: out.join("measurements"),
+            };
+            let runners: Vec<_> = devs.iter().filter_map(|d| runner_for(d).ok()).collect();
+            let measurable: Vec<_> =
+                devs.iter().copied().filter(|d| runners.iter().any(|r| r.device() == d.id())).collect();
+            sweep::validate_measure(&plan, &measurable, &settings).map_err(pocketbench::Error::from)?;
+            Some((settings, runners))
+        }
+        None => None,
+    };
     let mut reporter = StderrReporter { quiet: a.quiet };
     reporter.report(&Event::Planned {
         sweep: plan.name.clone(),
@@ -93,42 +111,13 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
         skipped: plan.skipped.clone(),
     });
     let mut outcome = sweep::run(&plan, &devs, scores.as_ref(), &mut reporter);
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
-    if let Some(count) = a.measure {
-        if a.measure_args.engine_model.is_some() {
-            return Err(Usage("--engine-model is a `run` option: a sweep measures many configurations, one model cannot stand for them all".into()).into());
-        }
-        let runners: Vec<_> = devs.iter().filter_map(|d| runner_for(d).ok()).collect();
-        for d in devs.iter().filter(|d| runners.iter().any(|r| r.device() == d.id())) {
-            let e = super::run_cmd::engine_for(d, &a.measure_args)?;
-            if e.needs_engine_model() {
-                return Err(Usage(format!(
-                    "{e} reads one MNN export per configuration, so a sweep cannot measure through it: measure each with `pocketbench run --engine {e} --engine-model …`",
-                    e = e.name()
-                ))
-                .into());
-            }
-        }
+    if let Some((settings, runners)) = measuring {
         if runners.is_empty() {
             reporter.report(&Event::Warning(
                 "--measure: no device of this sweep can be measured here (only local devices have a runner today)"
                     .into(),
             ));
         }
-        let m = &a.measure_args;
-        let settings = MeasureSettings {
-            selection: match count {
-                MeasureCount::Top(k) => Selection::Top(k),
-                MeasureCount::All => Selection::All,
-            },
-            reps: m.reps,
-            threads: m.threads,
-            timeout: std::time::Duration::from_secs(m.timeout.max(1)),
-            force: m.force,
-            retries: a.retries,
-            engine: m.engine,
-            store: out.join("measurements"),
-        };
         sweep::measure(&plan, &mut outcome, &devs, &runners, &settings, &mut reporter);
     }
     let report = SweepReport::new(&plan, outcome);

@@ -188,16 +188,15 @@ pub struct Device {
     pub state: CalibrationState,
 }
 
-/// Why a profile is invalid (beyond TOML syntax and types).
+/// Why a profile is invalid (beyond TOML syntax and types): every problem
+/// found, one line each.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}: {key}: {message}")]
+#[error("{}", .problems.iter().map(|(k, m)| format!("{file}: {k}: {m}")).collect::<Vec<_>>().join("\n"))]
 pub struct ProfileError {
     /// File or built-in name.
     pub file: String,
-    /// Key path.
-    pub key: String,
-    /// What is wrong.
-    pub message: String,
+    /// Key path and what is wrong, for each problem.
+    pub problems: Vec<(String, String)>,
 }
 
 impl Device {
@@ -208,22 +207,22 @@ impl Device {
 
     /// Validate a parsed profile.
     pub fn from_profile(profile: ProfileToml, origin: Origin) -> Result<Self, ProfileError> {
-        let file = origin.to_string();
-        let err = |key: &str, message: String| ProfileError { file: file.clone(), key: key.into(), message };
+        let mut problems: Vec<(String, String)> = Vec::new();
+        let mut err = |key: &str, message: String| problems.push((key.to_string(), message));
         let p = &profile;
-        let battery_j = match &p.facts.battery {
-            None => None,
-            Some(b) => Some(match (b.energy, b.capacity, b.voltage) {
-                (Some(e), _, _) => e.0,
-                (None, Some(c), Some(v)) => c.0 / 1000.0 * v.0 * 3600.0,
-                _ => return Err(err("facts.battery", "needs `energy`, or `capacity` and `voltage`".into())),
-            }),
-        };
+        let battery_j = p.facts.battery.as_ref().and_then(|b| match (b.energy, b.capacity, b.voltage) {
+            (Some(e), _, _) => Some(e.0),
+            (None, Some(c), Some(v)) => Some(c.0 / 1000.0 * v.0 * 3600.0),
+            _ => {
+                err("facts.battery", "needs `energy`, or `capacity` and `voltage`".into());
+                None
+            }
+        });
         for (key, v) in
             [("facts.bandwidth.value", p.facts.bandwidth.value.0), ("facts.compute.value", p.facts.compute.value.0)]
         {
             if v.is_nan() || v <= 0.0 {
-                return Err(err(key, "must be positive".into()));
+                err(key, "must be positive".into());
             }
         }
         let m = &p.model;
@@ -243,7 +242,7 @@ impl Device {
             ("model.compute-efficiency", params.compute_efficiency),
         ] {
             if !(v > 0.0 && v <= 1.0) {
-                return Err(err(key, format!("must be in (0, 100%], got {}", Fraction(v))));
+                err(key, format!("must be in (0, 100%], got {}", Fraction(v)));
             }
         }
         for (key, v) in [
@@ -256,16 +255,18 @@ impl Device {
             ("model.active-power", params.active_power),
         ] {
             if v < 0.0 {
-                return Err(err(key, "must not be negative".into()));
+                err(key, "must not be negative".into());
             }
         }
         for (key, bits) in [("engine.kv-bits", p.engine.kv_bits), ("engine.act-bits", p.engine.act_bits)] {
             if ![4, 8, 16, 32].contains(&bits) {
-                return Err(err(key, format!("must be 4, 8, 16 or 32, got {bits}")));
+                err(key, format!("must be 4, 8, 16 or 32, got {bits}"));
             }
         }
-        let reference_workload =
-            p.reference_workload.resolve().map_err(|e| err("reference-workload", e.to_string()))?;
+        let reference_workload = p.reference_workload.resolve();
+        if let Err(e) = &reference_workload {
+            err("reference-workload", e.to_string());
+        }
         let b = &p.budgets;
         let budgets = Budgets {
             decode_tok_s: b.decode.map_or(DEFAULT_DECODE_BUDGET, |r| r.0),
@@ -278,12 +279,13 @@ impl Device {
         let mut points = Vec::with_capacity(p.calibration.len());
         for (i, pt) in p.calibration.iter().enumerate() {
             let key = format!("calibration[{i}]");
-            let shape = pt.model.resolve().map_err(|e: SpecError| err(&format!("{key}.model"), e.to_string()))?;
+            let shape = pt.model.resolve().map_err(|e: SpecError| err(&format!("{key}.model"), e.to_string()));
             let workload = pt
                 .workload
                 .unwrap_or_default()
                 .resolve_over(&p.reference_workload)
-                .map_err(|e| err(&format!("{key}.workload"), e.to_string()))?;
+                .map_err(|e| err(&format!("{key}.workload"), e.to_string()));
+            let (Ok(shape), Ok(workload)) = (shape, workload) else { continue };
             let point = CalPoint {
                 index: i,
                 shape,
@@ -299,16 +301,17 @@ impl Device {
             };
             let values = [point.decode_tok_s, point.prefill_tok_s, point.peak_memory, point.package, point.energy_j];
             if values.iter().all(Option::is_none) {
-                return Err(err(
-                    &key,
-                    "names no measured figure (decode, prefill, peak-memory, package or energy)".into(),
-                ));
+                err(&key, "names no measured figure (decode, prefill, peak-memory, package or energy)".into());
+            } else if values.iter().flatten().any(|v| v.is_nan() || *v <= 0.0) {
+                err(&key, "measured figures must be positive".into());
+            } else {
+                points.push(point);
             }
-            if values.iter().flatten().any(|v| v.is_nan() || *v <= 0.0) {
-                return Err(err(&key, "measured figures must be positive".into()));
-            }
-            points.push(point);
         }
+        let reference_workload = match reference_workload {
+            Ok(w) if problems.is_empty() => w,
+            _ => return Err(ProfileError { file: origin.to_string(), problems }),
+        };
         let model = DeviceModel {
             bandwidth: p.facts.bandwidth.value.0,
             compute: p.facts.compute.value.0,

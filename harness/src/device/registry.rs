@@ -52,7 +52,7 @@ pub struct Devices {
 
 impl Devices {
     /// Load every `*.toml` in `dir`, in order of device id. Every profile is
-    /// validated; the first error is returned.
+    /// validated, and every error of every file is returned, not the first.
     pub fn from_dir(dir: &Path) -> Result<Self, Error> {
         let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
         let mut paths: Vec<PathBuf> = entries
@@ -60,7 +60,18 @@ impl Devices {
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
             .collect();
         paths.sort();
-        let mut list = paths.iter().map(|p| super::load_file(p)).collect::<Result<Vec<_>, _>>()?;
+        let (mut list, mut errors) = (Vec::new(), Vec::new());
+        for p in &paths {
+            match super::load_file(p) {
+                Ok(d) => list.push(d),
+                Err(e) => errors.push(e),
+            }
+        }
+        match errors.len() {
+            0 => {}
+            1 => return Err(errors.remove(0)),
+            _ => return Err(Error::Profiles(errors)),
+        }
         list.sort_by(|a, b| a.id().cmp(b.id()));
         Self::new(list)
     }

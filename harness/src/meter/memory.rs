@@ -44,6 +44,11 @@ mod tests {
         let t = "Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n";
         assert_eq!(parse_status(t), Some(MemoryStatus { vm_rss: 1024 * 1024, vm_hwm: 2048 * 1024 }));
         assert_eq!(parse_status("Name: x\n"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_this_process_on_linux() {
         let now = MemoryStatus::current().unwrap();
         assert!(now.vm_hwm >= now.vm_rss && now.vm_rss > 0);
         assert!(MemoryStatus::of(std::process::id()).is_some());

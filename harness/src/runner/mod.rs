@@ -3,8 +3,10 @@
 //! runners (later) drive `adb` and `devicectl` through their own crates.
 
 mod host;
+mod job;
 
 pub use host::HostRunner;
+pub use job::{JobError, JobSettings};
 
 use std::time::Duration;
 

@@ -16,7 +16,7 @@ use crate::device::Device;
 use crate::event::{Event, Reporter};
 use crate::probe::ProbeResult;
 use crate::record::{measured, Record};
-use crate::runner::{Failure, Job, Runner};
+use crate::runner::{Failure, Job, JobSettings, Runner};
 
 /// How many configurations to measure per device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,20 +33,70 @@ pub enum Selection {
 pub struct MeasureSettings {
     /// Which configurations.
     pub selection: Selection,
-    /// Repetitions per configuration.
-    pub reps: u32,
-    /// Threads; `None` = the device profile's, else all cores.
-    pub threads: Option<u32>,
-    /// Per-configuration timeout.
-    pub timeout: std::time::Duration,
-    /// Run configurations predicted not to fit.
-    pub force: bool,
+    /// Repetitions, threads, timeout, engine: what every job is built from.
+    pub job: JobSettings,
     /// Extra attempts after a device-unavailable failure.
     pub retries: u32,
-    /// The engine to measure through; `None`: each device profile's `engine.probe`.
-    pub engine: Option<crate::probe::EngineKind>,
     /// Where finished measurements are stored.
     pub store: PathBuf,
+}
+
+/// Why a sweep cannot measure as asked: every problem found, not the first.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot measure as asked:\n  {}", .problems.join("\n  "))]
+pub struct MeasurePlanError {
+    /// One line per problem (device: what).
+    pub problems: Vec<String>,
+}
+
+/// Most problems listed by [`validate`] (a wide sweep can have thousands of
+/// unbuildable shapes; the first ones say what is wrong).
+const MAX_PROBLEMS: usize = 20;
+
+/// Check, before anything is predicted or measured, that every configuration
+/// of the plan can be built into a job on every measurable device, with the
+/// same builder the measurement uses.
+pub fn validate(plan: &Plan, measurable: &[&Device], settings: &MeasureSettings) -> Result<(), MeasurePlanError> {
+    let mut problems = Vec::new();
+    if let Err(e) = settings.job.validate() {
+        problems.push(e.to_string());
+    }
+    if settings.job.engine_model.is_some() {
+        problems.push(
+            "--engine-model is a `run` option: a sweep measures many configurations, one model cannot stand for them all"
+                .into(),
+        );
+    }
+    let mut more = 0;
+    for device in measurable {
+        match settings.job.engine_for(device) {
+            Err(e) => problems.push(format!("{}: {e}", device.id())),
+            Ok(e) if e.needs_engine_model() => problems.push(format!(
+                "{}: {e} reads one MNN export per configuration, so a sweep cannot measure through it: measure each with `pocketbench run --engine {e} --engine-model …`",
+                device.id(),
+                e = e.name()
+            )),
+            Ok(_) => {
+                for (shape, _) in &plan.shapes {
+                    if let Err(e) = settings.job.job_for_shape(device, *shape, plan.workload) {
+                        if problems.len() < MAX_PROBLEMS {
+                            problems.push(format!("{}: {e}", device.id()));
+                        } else {
+                            more += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if more > 0 {
+        problems.push(format!("… and {more} more"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(MeasurePlanError { problems })
+    }
 }
 
 /// A measurement that produced no result.
@@ -124,17 +174,20 @@ pub fn measure(
         let total = ids.len();
         for (i, id) in ids.iter().enumerate() {
             let Some((shape, acct)) = plan.shapes.iter().find(|(s, _)| s.id() == *id) else { continue };
-            let predicted = crate::predict::predict(shape, acct, &device.model, &plan.workload);
-            let job = Job {
-                shape: *shape,
-                workload: plan.workload,
-                reps: settings.reps,
-                threads: crate::runner::threads_for(device, settings.threads),
-                timeout: settings.timeout,
-                predicted_peak_bytes: predicted.peak_mem_bytes,
-                force: settings.force,
-                engine: settings.engine.unwrap_or(device.profile.engine.probe),
-                engine_model: None,
+            let job = match settings.job.job(device, *shape, plan.workload) {
+                Ok(j) => j,
+                // `validate` refuses these before a sweep starts; a caller that
+                // skipped it still gets a recorded failure, not a crash.
+                Err(e) => {
+                    outcome.failures.push(FailedMeasurement {
+                        config_id: id.clone(),
+                        config_name: shape.to_string(),
+                        device: device.id().into(),
+                        attempts: 0,
+                        failure: Failure::Refused { reason: e.to_string() },
+                    });
+                    continue;
+                }
             };
             let path = store_path(&settings.store, device, &runner.build(job.engine), &job);
             reporter.report(&Event::Measuring {
@@ -278,16 +331,16 @@ mod tests {
         let devs = devices.select(&plan.devices).unwrap();
         let mut outcome = super::super::run(&plan, &devs, None, &mut Collect::default());
         let store = tempfile::tempdir().unwrap();
-        let settings = MeasureSettings {
-            selection: Selection::All,
+        let job = JobSettings {
             reps: 2,
             threads: Some(1),
             timeout: std::time::Duration::from_secs(5),
             force: false,
-            retries: 2,
-            store: store.path().to_path_buf(),
             engine: None,
+            engine_model: None,
         };
+        let settings =
+            MeasureSettings { selection: Selection::All, job, retries: 2, store: store.path().to_path_buf() };
         let gone = Gone { calls: Cell::new(0) };
         let runners: Vec<Box<dyn Runner>> = vec![Box::new(gone)];
         measure(&plan, &mut outcome, &devs, &runners, &settings, &mut Collect::default());

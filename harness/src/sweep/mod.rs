@@ -9,7 +9,9 @@ mod run;
 mod spec;
 
 pub use axis::{Axis, AxisValue};
-pub use measure::{measure, store_path, FailedMeasurement, MeasureSettings, Selection};
+pub use measure::{
+    measure, store_path, validate as validate_measure, FailedMeasurement, MeasurePlanError, MeasureSettings, Selection,
+};
 pub use plan::{Plan, PlanOptions};
 pub use run::{run, DeviceSummary, Outcome};
 pub use spec::*;
