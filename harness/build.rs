@@ -29,6 +29,25 @@ fn main() {
     println!("cargo:rustc-env=PB_OPT_LEVEL={}", env("OPT_LEVEL"));
     println!("cargo:rustc-env=PB_RUSTC={}", rustc_version.trim());
     println!("cargo:rustc-env=PB_RUSTFLAGS={}", env("CARGO_ENCODED_RUSTFLAGS").replace('\x1f', " "));
+    // The commit the harness is built from, so every run in a store can say
+    // which code produced it ("unknown" outside a git checkout).
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=PB_GIT_COMMIT={commit}");
+    if let Some(head) = git(&["rev-parse", "--git-dir"]).map(std::path::PathBuf::from) {
+        println!("cargo:rerun-if-changed={}", head.join("HEAD").display());
+        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo:rerun-if-changed={}", head.join(r).display());
+        }
+    }
     println!("cargo:rerun-if-changed=../Cargo.lock");
     println!("cargo:rerun-if-env-changed=RUSTFLAGS");
     println!("cargo:rerun-if-env-changed=CARGO_ENCODED_RUSTFLAGS");

@@ -104,6 +104,13 @@ pub fn today() -> String {
     date_of(secs)
 }
 
+/// Now (UTC) as RFC 3339 to the second: `2026-12-01T08:35:44Z`.
+pub fn now_utc() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let t = secs.rem_euclid(86_400);
+    format!("{}T{:02}:{:02}:{:02}Z", date_of(secs), t / 3600, t / 60 % 60, t % 60)
+}
+
 /// The UTC date of `secs` seconds after the Unix epoch, as YYYY-MM-DD.
 pub fn date_of(secs: i64) -> String {
     let z = secs.div_euclid(86_400) + 719_468;

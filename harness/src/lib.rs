@@ -29,6 +29,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod store;
 pub mod sweep;
 pub mod units;
 pub mod workload;
@@ -77,6 +78,9 @@ pub enum Error {
     /// Several profiles are invalid: each one's errors, every file reported.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Profiles(Vec<Error>),
+    /// The results store cannot be used.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
     /// Two profiles share an id.
     #[error("two device profiles have the id `{0}`")]
     DuplicateDevice(String),
@@ -108,9 +112,21 @@ impl Error {
             Error::Io { .. } => false,
             Error::Calibration(c) => !matches!(c, calibrate::CalibrationError::Write { .. }),
             Error::Profiles(all) => all.iter().all(Error::is_usage),
+            Error::Store(e) => e.is_usage(),
             _ => true,
         }
     }
+}
+
+/// `pocketbench <version> (<git commit>)`: the harness version a store
+/// records and a resumed sweep must match.
+pub fn harness_version() -> String {
+    format!("pocketbench {} ({})", env!("CARGO_PKG_VERSION"), git_commit())
+}
+
+/// The git commit this binary was built from ("unknown" outside a checkout).
+pub fn git_commit() -> &'static str {
+    env!("PB_GIT_COMMIT")
 }
 
 /// 64-bit FNV-1a (Fowler, Noll, Vo; IETF draft-eastlake-fnv). Used for ids and

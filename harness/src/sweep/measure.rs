@@ -245,7 +245,7 @@ pub fn measure(
         }
         // Measured values can move configurations on or off the frontier.
         let mut recs: Vec<Record> = outcome.results.iter().filter(|r| r.device == device.id()).cloned().collect();
-        let summary = mark_frontier(&mut recs, device, &plan.objectives);
+        let summary = mark_frontier(&mut recs, &super::DeviceSummary::header(device), &plan.objectives);
         let mut it = recs.into_iter();
         for r in outcome.results.iter_mut().filter(|r| r.device == device.id()) {
             if let Some(new) = it.next() {

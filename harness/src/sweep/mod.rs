@@ -13,7 +13,7 @@ pub use measure::{
     measure, store_path, validate as validate_measure, FailedMeasurement, MeasurePlanError, MeasureSettings, Selection,
 };
 pub use plan::{Plan, PlanOptions};
-pub use run::{run, DeviceSummary, Outcome};
+pub use run::{mark_frontier, run, DeviceSummary, Outcome};
 pub use spec::*;
 
 /// A sweep file is invalid, or expands to too much or nothing.

@@ -69,7 +69,7 @@ pub fn run(plan: &Plan, devices: &[&Device], scores: Option<&Scores>, reporter: 
     for device in devices {
         let mut recs: Vec<Record> =
             plan.shapes.iter().zip(&caps).map(|((s, a), c)| predicted(s, a, device, &plan.workload, c)).collect();
-        let summary = mark_frontier(&mut recs, device, &plan.objectives);
+        let summary = mark_frontier(&mut recs, &DeviceSummary::header(device), &plan.objectives);
         reporter.report(&Event::DeviceDone {
             device: device.id().to_string(),
             feasible: summary.feasible,
@@ -95,8 +95,33 @@ fn coords(r: &Record, objectives: &[Objective], worst_energy: f64) -> Vec<f64> {
         .collect()
 }
 
-/// Mark the frontier among `recs` (one device's records) and summarise.
-pub(crate) fn mark_frontier(recs: &mut [Record], device: &Device, objectives: &[Objective]) -> DeviceSummary {
+impl DeviceSummary {
+    /// The device's identity and budgets, with no records counted yet: what
+    /// [`mark_frontier`] needs of a device, and what the store keeps of it.
+    pub fn header(device: &Device) -> DeviceSummary {
+        DeviceSummary {
+            device: device.id().to_string(),
+            name: device.profile.device.name.clone(),
+            engine: device.profile.engine.name.clone(),
+            calibration: device.calibration_label(),
+            budget_decode_tok_s: device.budgets.decode_tok_s,
+            budget_memory_mb: device.budgets.memory_bytes / 1e6,
+            budget_energy_j: device.budgets.energy_j,
+            configs: 0,
+            feasible: 0,
+            frontier: 0,
+            hypervolume: 0.0,
+            best_feasible: None,
+            largest_feasible: None,
+        }
+    }
+}
+
+/// Mark the frontier among `recs` (one device's records) and summarise them
+/// under `header` (see [`DeviceSummary::header`]). A pure function of the
+/// records, so a report re-rendered from a store, or a merge of shards,
+/// recomputes it exactly.
+pub fn mark_frontier(recs: &mut [Record], header: &DeviceSummary, objectives: &[Objective]) -> DeviceSummary {
     let feasible: Vec<usize> = (0..recs.len()).filter(|i| recs[*i].feasible).collect();
     let worst_energy = feasible.iter().map(|i| recs[*i].energy_j_per_run).fold(0.0, f64::max) * 1.0001;
     let pts: Vec<Vec<f64>> = feasible.iter().map(|i| coords(&recs[*i], objectives, worst_energy)).collect();
@@ -124,18 +149,12 @@ pub(crate) fn mark_frontier(recs: &mut [Record], device: &Device, objectives: &[
             .then(y.config_id.cmp(&x.config_id))
     });
     DeviceSummary {
-        device: device.id().to_string(),
-        name: device.profile.device.name.clone(),
-        engine: device.profile.engine.name.clone(),
-        calibration: device.calibration_label(),
-        budget_decode_tok_s: device.budgets.decode_tok_s,
-        budget_memory_mb: device.budgets.memory_bytes / 1e6,
-        budget_energy_j: device.budgets.energy_j,
         configs: recs.len(),
         feasible: feasible.len(),
         frontier: front.len(),
         hypervolume: hypervolume(&front),
         best_feasible: best.map(|i| recs[i].config_id.clone()),
         largest_feasible: largest.map(|i| recs[i].config_id.clone()),
+        ..header.clone()
     }
 }

@@ -1,0 +1,156 @@
+//! The store's tables, as SQL, and the forward migrations between versions.
+//! `PRAGMA user_version` holds the version a file is at; [`MIGRATIONS`]`[i]`
+//! takes a file from version `i` to `i + 1`. A released migration is never
+//! edited: a change is a new entry.
+
+/// The schema version this build writes.
+pub const VERSION: i64 = 1;
+
+/// Migration `i` takes version `i` to `i + 1`.
+pub const MIGRATIONS: &[&str] = &[V1];
+
+const V1: &str = r#"
+-- The one sweep a store holds: what it is, so a resume can tell whether the
+-- same sweep is being run again.
+CREATE TABLE sweep (
+    id                 INTEGER PRIMARY KEY CHECK (id = 1),
+    name               TEXT NOT NULL,
+    file               TEXT NOT NULL,
+    file_hash          TEXT NOT NULL,
+    options            TEXT NOT NULL,
+    harness            TEXT NOT NULL,
+    shard              TEXT,
+    description        TEXT,
+    prompt_tokens      INTEGER NOT NULL,
+    gen_tokens         INTEGER NOT NULL,
+    objectives         TEXT NOT NULL,
+    skipped            TEXT NOT NULL,
+    configs            INTEGER NOT NULL,
+    predicted_complete INTEGER NOT NULL DEFAULT 0
+);
+
+-- Each invocation that worked on the store.
+CREATE TABLE runs (
+    id              INTEGER PRIMARY KEY,
+    command_line    TEXT NOT NULL,
+    harness_version TEXT NOT NULL,
+    git_commit      TEXT,
+    host            TEXT NOT NULL,
+    started_at      TEXT NOT NULL,
+    ended_at        TEXT,
+    status          TEXT NOT NULL
+);
+
+-- The sweep's devices, in plan order, with what their records were judged by.
+CREATE TABLE devices (
+    id                  TEXT PRIMARY KEY,
+    position            INTEGER NOT NULL,
+    name                TEXT NOT NULL,
+    engine              TEXT NOT NULL,
+    profile_digest      TEXT NOT NULL,
+    calibration         TEXT NOT NULL,
+    budget_decode_tok_s REAL NOT NULL,
+    budget_memory_mb    REAL NOT NULL,
+    budget_energy_j     REAL
+);
+
+-- The calibration behind predictions: the profile digest and the fitted
+-- (or prior) parameters each prediction used, and its method texts.
+CREATE TABLE calibrations (
+    id             INTEGER PRIMARY KEY,
+    device         TEXT NOT NULL,
+    profile_digest TEXT NOT NULL,
+    label          TEXT NOT NULL,
+    params         TEXT NOT NULL,
+    methods        TEXT NOT NULL,
+    UNIQUE (device, profile_digest, label, methods)
+);
+
+-- The plan's configurations, in plan order.
+CREATE TABLE configurations (
+    id       TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    name     TEXT NOT NULL,
+    hidden   INTEGER NOT NULL,
+    layers   INTEGER NOT NULL,
+    heads    INTEGER NOT NULL,
+    kv_heads INTEGER NOT NULL,
+    head_dim INTEGER NOT NULL,
+    ffn      INTEGER NOT NULL,
+    vocab    INTEGER NOT NULL,
+    tied     INTEGER NOT NULL,
+    qk_norm  INTEGER NOT NULL,
+    quant    TEXT NOT NULL,
+    context  INTEGER NOT NULL
+);
+
+-- One configuration x device x engine x workload x provenance (and, for a
+-- measurement, x what ran it): every metric of the record, its verdicts and
+-- methods. Predicted records take their method texts from their calibration.
+CREATE TABLE results (
+    id                       INTEGER PRIMARY KEY,
+    run_id                   INTEGER NOT NULL REFERENCES runs (id),
+    config_id                TEXT NOT NULL REFERENCES configurations (id),
+    device                   TEXT NOT NULL,
+    engine                   TEXT NOT NULL,
+    prompt_tokens            INTEGER NOT NULL,
+    gen_tokens               INTEGER NOT NULL,
+    provenance               TEXT NOT NULL,
+    job_key                  TEXT NOT NULL DEFAULT '',
+    produced_by              TEXT NOT NULL,
+    calibration_id           INTEGER NOT NULL REFERENCES calibrations (id),
+    methods                  TEXT,
+    params_total             INTEGER NOT NULL,
+    params_non_embedding     INTEGER NOT NULL,
+    package_bytes            INTEGER NOT NULL,
+    weight_bytes_per_token   INTEGER NOT NULL,
+    kv_bytes_per_token       INTEGER NOT NULL,
+    decode_tok_s             REAL NOT NULL,
+    prefill_tok_s            REAL NOT NULL,
+    ttft_ms                  REAL NOT NULL,
+    peak_mem_increase_mb     REAL NOT NULL,
+    package_mb               REAL NOT NULL,
+    energy_j_per_run         REAL NOT NULL,
+    battery_fraction_per_run REAL,
+    capability               REAL NOT NULL,
+    capability_source        TEXT NOT NULL,
+    decode_status TEXT NOT NULL, decode_value REAL NOT NULL, decode_limit REAL, decode_margin REAL,
+    memory_status TEXT NOT NULL, memory_value REAL NOT NULL, memory_limit REAL, memory_margin REAL,
+    energy_status TEXT NOT NULL, energy_value REAL NOT NULL, energy_limit REAL, energy_margin REAL,
+    feasible                 INTEGER NOT NULL,
+    on_frontier              INTEGER NOT NULL,
+    measurement              TEXT,
+    UNIQUE (config_id, device, engine, prompt_tokens, gen_tokens, provenance, job_key)
+);
+CREATE INDEX results_by_device ON results (device, provenance);
+
+-- The raw per-repetition samples of measured results.
+CREATE TABLE samples (
+    result_id     INTEGER NOT NULL REFERENCES results (id),
+    rep           INTEGER NOT NULL,
+    load_s        REAL,
+    prefill_s     REAL NOT NULL,
+    ttft_s        REAL NOT NULL,
+    decode_s      REAL NOT NULL,
+    prefill_tok_s REAL NOT NULL,
+    decode_tok_s  REAL NOT NULL,
+    energy_j      REAL,
+    energy_s      REAL,
+    PRIMARY KEY (result_id, rep)
+);
+
+-- Measurements that produced no result.
+CREATE TABLE failures (
+    id        INTEGER PRIMARY KEY,
+    run_id    INTEGER NOT NULL REFERENCES runs (id),
+    config_id TEXT NOT NULL,
+    name      TEXT NOT NULL,
+    device    TEXT NOT NULL,
+    job_key   TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    reason    TEXT NOT NULL,
+    attempts  INTEGER NOT NULL,
+    failure   TEXT NOT NULL,
+    UNIQUE (config_id, device, job_key)
+);
+"#;

@@ -1,0 +1,169 @@
+use super::*;
+use crate::device::Devices;
+use crate::event::Collect;
+use crate::probe::{BuildInfo, HostFacts, ProbeResult, Rep};
+use crate::sweep::{Plan, PlanOptions};
+
+fn plan() -> Plan {
+    let toml = "[sweep]\nname = \"t\"\ndevices = [\"iphone-18-pro\", \"host\"]\n[workload]\nprompt = 16\ngen = 8\n\
+                [space]\nlayers = [1, 2]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\n";
+    let spec = crate::config::parse(Path::new("t.toml"), toml).unwrap();
+    Plan::from_toml(Path::new("t.toml"), spec, &PlanOptions::default()).unwrap()
+}
+
+fn new_store(dir: &Path, plan: &Plan, devices: &[&crate::device::Device]) -> Store {
+    let mut s = Store::open(&dir.join(FILE_NAME)).unwrap();
+    let sweep = SweepRow {
+        identity: Identity {
+            name: plan.name.clone(),
+            file: "t.toml".into(),
+            file_hash: "0".into(),
+            options: "{}".into(),
+            harness: crate::harness_version(),
+            shard: None,
+        },
+        description: None,
+        prompt_tokens: plan.workload.prompt,
+        gen_tokens: plan.workload.gen,
+        objectives: plan.objectives.clone(),
+        skipped: plan.skipped.clone(),
+        configs: plan.shapes.len(),
+        predicted_complete: false,
+    };
+    let rows: Vec<DeviceRow> = devices
+        .iter()
+        .map(|d| DeviceRow { header: DeviceSummary::header(d), profile_digest: d.digest.clone() })
+        .collect();
+    let shapes: Vec<_> = plan.shapes.iter().map(|(s, _)| *s).collect();
+    s.create_sweep(&sweep, &rows, &shapes).unwrap();
+    s.start_run("pocketbench test", None, "{}").unwrap();
+    s
+}
+
+fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
+    ProbeResult {
+        config_id: rec.config_id.clone(),
+        engine: "candle".into(),
+        engine_version: "test".into(),
+        workload: crate::workload::Workload::new(rec.prompt_tokens, rec.gen_tokens, None).unwrap(),
+        threads: 1,
+        warmup: 1,
+        reps: reps
+            .iter()
+            .map(|d| Rep {
+                load_s: Some(0.01),
+                prefill_s: 0.1,
+                ttft_s: 0.11,
+                decode_s: rec.gen_tokens as f64 / d,
+                prefill_tok_s: 160.0,
+                decode_tok_s: *d,
+                energy: None,
+            })
+            .collect(),
+        baseline_rss_bytes: 1 << 20,
+        peak_hwm_bytes: 3 << 20,
+        peak_increase_bytes: 2 << 20,
+        model_file_bytes: 1 << 20,
+        energy_not_measured: Some("no meter here".into()),
+        read_bandwidth: None,
+        host: HostFacts::collect(),
+        build: BuildInfo::current(),
+        methods: Default::default(),
+    }
+}
+
+#[test]
+fn records_read_back_equal_to_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = Devices::built_in().unwrap();
+    let plan = plan();
+    let devs = devices.select(&plan.devices).unwrap();
+    let outcome = crate::sweep::run(&plan, &devs, None, &mut Collect::default());
+    let mut store = new_store(dir.path(), &plan, &devs);
+    store.insert_predicted(&outcome.results, &|d| (format!("digest-{d}"), "{}".into())).unwrap();
+    assert_eq!(store.records(Provenance::Predicted).unwrap(), outcome.results);
+
+    // A measurement of the host's first configuration replaces its prediction in the outcome.
+    let host = devices.get("host").unwrap();
+    let pred = outcome.results.iter().find(|r| r.device == "host").unwrap();
+    let (shape, acct) = plan.shapes.iter().find(|(s, _)| s.id() == pred.config_id).unwrap();
+    let cap = crate::capability::Capability { score: pred.capability, source: pred.capability_source.clone() };
+    let m = crate::record::measured(shape, acct, host, probe_for(pred, &[100.0, 110.0, 90.0]), &cap).unwrap();
+    store.insert_measured(&m, "job-a", ("digest-host".into(), "{}".into())).unwrap();
+    assert_eq!(store.measured("host", &m.config_id, "job-a").unwrap().as_ref(), Some(&m));
+    assert_eq!(store.measured("host", &m.config_id, "job-b").unwrap(), None);
+    let o = store.outcome().unwrap();
+    assert_eq!(o.results.len(), outcome.results.len());
+    let got = o.results.iter().find(|r| r.device == "host" && r.config_id == m.config_id).unwrap();
+    assert_eq!(got.provenance, Provenance::Measured);
+    assert_eq!(got.decode_tok_s, 100.0);
+    let samples: i64 = store.conn.query_row("SELECT count(*) FROM samples", [], |r| r.get(0)).unwrap();
+    assert_eq!(samples, 3);
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn a_failure_is_kept_until_the_job_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = Devices::built_in().unwrap();
+    let plan = plan();
+    let devs = devices.select(&plan.devices).unwrap();
+    let mut store = new_store(dir.path(), &plan, &devs);
+    let f = FailedMeasurement {
+        config_id: plan.shapes[0].0.id(),
+        config_name: plan.shapes[0].0.to_string(),
+        device: "host".into(),
+        attempts: 3,
+        failure: crate::runner::Failure::Unavailable { reason: "adb: device offline".into() },
+    };
+    store.insert_failure(&f, "k").unwrap();
+    store.insert_failure(&f, "k").unwrap();
+    assert_eq!(store.failures().unwrap(), vec![f.clone()], "recorded once");
+    assert_eq!(store.failure("host", &f.config_id, "k").unwrap(), Some(f));
+}
+
+#[test]
+fn newer_corrupt_and_foreign_files_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    {
+        let c = Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", schema::VERSION + 1).unwrap();
+    }
+    let e = Store::open(&path).unwrap_err();
+    assert!(matches!(e, StoreError::Newer { .. }) && e.to_string().contains("upgrade pocketbench"), "{e}");
+
+    let foreign = dir.path().join("other.db");
+    Connection::open(&foreign).unwrap().execute_batch("CREATE TABLE t (x INTEGER);").unwrap();
+    let e = Store::open(&foreign).unwrap_err();
+    assert!(e.to_string().contains("other.db: not a usable pocketbench store"), "{e}");
+
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(&garbage, vec![0x5a; 8192]).unwrap();
+    let e = Store::open(&garbage).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+    assert_eq!(std::fs::read(&garbage).unwrap(), vec![0x5a; 8192], "nothing written to it");
+
+    let e = Store::open_read_only(&dir.path().join("none.db")).unwrap_err();
+    assert!(matches!(e, StoreError::Missing { .. }), "{e}");
+}
+
+#[test]
+fn a_truncated_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = Devices::built_in().unwrap();
+    let plan = plan();
+    let devs = devices.select(&plan.devices).unwrap();
+    let outcome = crate::sweep::run(&plan, &devs, None, &mut Collect::default());
+    let path = dir.path().join(FILE_NAME);
+    {
+        let mut store = new_store(dir.path(), &plan, &devs);
+        store.insert_predicted(&outcome.results, &|d| (format!("digest-{d}"), "{}".into())).unwrap();
+        store.conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let e = Store::open_read_only(&path).map(|s| s.outcome()).err();
+    let e2 = Store::open_read_only(&path).ok().and_then(|s| s.outcome().err());
+    assert!(e.is_some() || e2.is_some(), "a half file must not read as a store");
+}
