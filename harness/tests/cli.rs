@@ -118,8 +118,8 @@ fn require_feasible_exits_1_when_a_device_has_none() {
     // host's profile would tie the test to the machine it was calibrated on).
     let f = dir.path().join("s.toml");
     std::fs::write(&f, "[sweep]\nname = \"x\"\ndevices = [\"iphone-18-pro\"]\n[space]\nlayers = 28\nhidden = 2048\nkv-heads = 8\nffn = 6144\nvocab = 151936\n").unwrap();
-    pb().arg("sweep").arg(&f).arg("--out").arg(dir.path()).assert().code(0);
-    pb().arg("sweep").arg(&f).arg("--out").arg(dir.path()).arg("--require-feasible").assert().code(1);
+    pb().arg("sweep").arg(&f).arg("--predict-only").arg("--out").arg(dir.path()).assert().code(0);
+    pb().arg("sweep").arg(&f).args(["--predict-only", "--require-feasible", "--out"]).arg(dir.path()).assert().code(1);
 }
 
 #[test]
@@ -196,20 +196,25 @@ fn calibrate_refuses_a_device_without_points() {
 }
 
 #[test]
-fn report_rerenders_from_results_json() {
+fn report_rerenders_every_export_from_the_store() {
     let dir = tempfile::tempdir().unwrap();
-    pb().args(["sweep", "sweeps/quick.toml", "-q", "--out"]).arg(dir.path()).assert().code(0);
-    let md = dir.path().join("summary.md");
-    let before = std::fs::read_to_string(&md).unwrap();
-    std::fs::remove_file(&md).unwrap();
-    pb().arg("report").arg(dir.path().join("results.json")).assert().code(0);
-    assert_eq!(std::fs::read_to_string(&md).unwrap(), before);
-    std::fs::write(dir.path().join("bad.json"), "{}").unwrap();
+    pb().args(["sweep", "sweeps/quick.toml", "-q", "--predict-only", "--out"]).arg(dir.path()).assert().code(0);
+    let files = ["results.json", "results.jsonl", "frontier.csv", "summary.md"];
+    let before: Vec<String> = files.iter().map(|f| std::fs::read_to_string(dir.path().join(f)).unwrap()).collect();
+    for f in files {
+        std::fs::remove_file(dir.path().join(f)).unwrap();
+    }
+    pb().arg("report").arg(dir.path()).assert().code(0);
+    let after: Vec<String> = files.iter().map(|f| std::fs::read_to_string(dir.path().join(f)).unwrap()).collect();
+    assert_eq!(after, before, "re-rendered from the store alone, byte for byte");
+    let empty = tempfile::tempdir().unwrap();
+    pb().arg("report").arg(empty.path()).assert().code(2).stderr(predicate::str::contains("no pocketbench store here"));
+    std::fs::write(empty.path().join("pocketbench.db"), "not a database at all, just text").unwrap();
     pb().arg("report")
-        .arg(dir.path().join("bad.json"))
+        .arg(empty.path())
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("not a pocketbench results file"));
+        .stderr(predicate::str::contains("pocketbench.db: not a usable pocketbench store"));
 }
 
 #[test]

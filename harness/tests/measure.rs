@@ -156,18 +156,38 @@ fn a_failing_probe_is_recorded_and_the_sweep_goes_on_then_resumes() {
         .all(|r| r["provenance"] == "predicted"));
     assert!(std::fs::read_to_string(out.join("summary.md")).unwrap().contains("## Failed measurements"));
 
-    // Tamper with the stored samples: a resumed sweep must reuse them, not measure again.
-    let stored: Vec<PathBuf> =
-        std::fs::read_dir(out.join("measurements/host")).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(stored.len(), 1);
-    let mut probe: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stored[0]).unwrap()).unwrap();
-    for rep in probe["reps"].as_array_mut().unwrap() {
-        rep["decode_tok_s"] = serde_json::json!(12345.0);
-    }
-    std::fs::write(&stored[0], probe.to_string()).unwrap();
+    // Tamper with the stored measurement: a resumed sweep must keep it, not measure again.
+    let db = out.join("pocketbench.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let changed = conn.execute("UPDATE results SET decode_tok_s = 12345.0 WHERE provenance = 'measured'", []).unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let results = |out: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+    };
+    let host = |v: &serde_json::Value| -> Vec<serde_json::Value> {
+        v["results"].as_array().unwrap().iter().filter(|r| r["device"] == "host").cloned().collect()
+    };
+    let sweep = || {
+        let mut c = pb(d.path());
+        c.args(["sweep"]).arg(&f).args(["--measure", "all", "--reps", "2", "--out"]).arg(&out);
+        c
+    };
 
-    // Resume with the host's decode budget raised past the stored speed: the
-    // reused result is judged against today's profile, not the first run's.
+    // Resumed without --retry-failed: the failure is kept, the measurement reused.
+    sweep().assert().code(0).stderr(predicate::str::contains("kept the stored failure"));
+    let v = results(&out);
+    assert_eq!(v["failures"].as_array().unwrap().len(), 1);
+    assert!(host(&v).iter().any(|r| r["decode_tok_s"] == 12345.0), "the stored one was reused");
+
+    // With --retry-failed the failed one is measured; nothing else is redone.
+    sweep().arg("--retry-failed").assert().code(0).stderr(predicate::str::contains("kept the stored measurement"));
+    let v = results(&out);
+    assert!(host(&v).iter().all(|r| r["provenance"] == "measured"), "the failed one is measured now");
+    assert!(host(&v).iter().any(|r| r["decode_tok_s"] == 12345.0));
+    assert!(v["failures"].as_array().unwrap().is_empty());
+
+    // A changed profile is refused by name; --fresh starts over and keeps the old store aside.
     let devices = d.path().join("devices");
     std::fs::create_dir(&devices).unwrap();
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -177,24 +197,20 @@ fn a_failing_probe_is_recorded_and_the_sweep_goes_on_then_resumes() {
             if p == "host" { text.replacen("decode = \"200 tok/s\"", "decode = \"20000 tok/s\"", 1) } else { text };
         std::fs::write(devices.join(format!("{p}.toml")), text).unwrap();
     }
-    pb(d.path())
-        .args(["sweep"])
-        .arg(&f)
-        .args(["--measure", "all", "--reps", "2", "--out"])
-        .arg(&out)
+    sweep()
         .arg("--devices-dir")
         .arg(&devices)
         .assert()
-        .code(0);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    let host: Vec<&serde_json::Value> =
-        v["results"].as_array().unwrap().iter().filter(|r| r["device"] == "host").collect();
-    assert!(host.iter().all(|r| r["provenance"] == "measured"), "the failed one is measured now");
-    let reused = host.iter().find(|r| r["decode_tok_s"] == 12345.0).expect("the stored samples were reused");
-    assert_eq!(reused["budgets"]["decode"]["limit"], 20000.0, "judged against today's budget");
-    assert_eq!(reused["budgets"]["decode"]["status"], "fail");
-    assert!(v["failures"].as_array().unwrap().is_empty());
+        .code(2)
+        .stderr(predicate::str::contains("holds a different sweep: device `host`'s profile changed"))
+        .stderr(predicate::str::contains("--fresh"));
+    assert_eq!(results(&out)["failures"].as_array().unwrap().len(), 0, "nothing was changed");
+    sweep().arg("--devices-dir").arg(&devices).arg("--fresh").assert().code(0);
+    assert!(out.join("pocketbench.db.prev").is_file());
+    let v = results(&out);
+    let fresh = host(&v);
+    assert!(fresh.iter().all(|r| r["provenance"] == "measured" && r["decode_tok_s"] != 12345.0), "measured anew");
+    assert!(fresh.iter().all(|r| r["budgets"]["decode"]["limit"] == 20000.0), "judged against today's profile");
 }
 
 #[test]
@@ -236,10 +252,8 @@ fn hung_and_killed_probes_do_not_take_the_sweep_down() {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
         assert_eq!(v["failures"][0]["failure"]["kind"], kind, "{fault}");
-        assert!(
-            !out.join("measurements/host").exists()
-                || std::fs::read_dir(out.join("measurements/host")).unwrap().count() == 0
-        );
+        let measured = v["results"].as_array().unwrap().iter().filter(|r| r["provenance"] == "measured").count();
+        assert_eq!(measured, 0, "{fault}: nothing measured");
     }
 }
 

@@ -109,10 +109,10 @@ impl Shape {
                 return Err(ShapeError::TooLarge { name, value: v as u64, max: max as u64 });
             }
         }
-        if self.heads % self.kv_heads != 0 {
+        if !self.heads.is_multiple_of(self.kv_heads) {
             return Err(ShapeError::HeadsNotDivisible { heads: self.heads, kv_heads: self.kv_heads });
         }
-        if self.head_dim % 2 != 0 {
+        if !self.head_dim.is_multiple_of(2) {
             return Err(ShapeError::OddHeadDim(self.head_dim));
         }
         let attn = self.heads as u64 * self.head_dim as u64;

@@ -54,8 +54,10 @@ pub enum Command {
     Predict(predict_cmd::PredictArgs),
     /// Expand a sweep file, predict every configuration on every device, chart the frontier.
     Sweep(sweep_cmd::SweepArgs),
-    /// Re-render frontier.csv and summary.md from a stored results.json.
+    /// Re-render every export of a sweep from its store (nothing is predicted or measured).
     Report(sweep_cmd::ReportArgs),
+    /// Merge the stores of a sharded sweep into one, and render its exports.
+    Merge(sweep_cmd::MergeArgs),
     /// Fit a device's predictor parameters to its calibration points.
     Calibrate(calibrate_cmd::CalibrateArgs),
     /// List device profiles and their calibration state.
@@ -170,6 +172,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Code> {
         Command::Predict(a) => predict_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Sweep(a) => sweep_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Report(a) => sweep_cmd::report(&a),
+        Command::Merge(a) => sweep_cmd::merge(&a),
         Command::Calibrate(a) => calibrate_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Devices(a) => devices_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Presets => arch_cmd::presets(),

@@ -1,39 +1,151 @@
-//! Rendering for people: progress events on stderr, verdict lines.
+//! Rendering for people and for CI: the library's progress events as
+//! progress bars (stderr is a terminal), plain lines (it is not), or one
+//! JSON object per line (`--json-events`); and verdict lines.
 
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pocketbench::budget::{Status, Verdict};
 use pocketbench::event::{Event, Reporter};
 
-/// Prints events to stderr, one line each.
-#[derive(Debug, Default)]
+/// How events are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Progress bars on a terminal, plain lines otherwise.
+    Auto,
+    /// Warnings only.
+    Quiet,
+    /// One JSON object per line on stderr.
+    Json,
+}
+
+/// Shows events on stderr.
 pub struct StderrReporter {
-    /// Suppress everything but warnings.
-    pub quiet: bool,
+    style: Style,
+    bars: Option<Bars>,
+}
+
+struct Bars {
+    multi: MultiProgress,
+    per_device: HashMap<String, ProgressBar>,
+}
+
+impl StderrReporter {
+    /// A reporter in `style` (Auto draws bars only when stderr is a terminal).
+    pub fn new(style: Style) -> Self {
+        let bars = (style == Style::Auto && std::io::stderr().is_terminal()).then(|| Bars {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+            per_device: HashMap::new(),
+        });
+        StderrReporter { style, bars }
+    }
+
+    fn line(&self, text: String) {
+        match &self.bars {
+            Some(b) => {
+                let _ = b.multi.println(text);
+            }
+            None => {
+                let _ = writeln!(std::io::stderr(), "{text}");
+            }
+        }
+    }
+
+    fn bar(&mut self, device: &str, total: usize) -> Option<&ProgressBar> {
+        let b = self.bars.as_mut()?;
+        let bar = b.per_device.entry(device.to_string()).or_insert_with(|| {
+            let pb = b.multi.add(ProgressBar::new(total as u64));
+            pb.set_style(
+                ProgressStyle::with_template("{prefix:>20} [{bar:30}] {pos}/{len} eta {eta} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            pb.set_prefix(device.to_string());
+            pb
+        });
+        bar.set_length(total as u64);
+        Some(bar)
+    }
 }
 
 impl Reporter for StderrReporter {
     fn report(&mut self, event: &Event) {
+        if self.style == Style::Json {
+            if let Ok(s) = serde_json::to_string(event) {
+                let _ = writeln!(std::io::stderr(), "{s}");
+            }
+            return;
+        }
         match event {
-            Event::Warning(w) => eprintln!("warning: {w}"),
-            _ if self.quiet => {}
-            Event::Planned { sweep, configs, devices, skipped } => {
-                eprintln!("sweep `{sweep}`: {configs} configurations x {devices} devices");
-                if !skipped.is_empty() {
-                    let s: Vec<String> = skipped.iter().map(|(r, n)| format!("{n} {r}")).collect();
-                    eprintln!("  dropped while expanding: {}", s.join("; "));
+            Event::Warning { message } => self.line(format!("warning: {message}")),
+            Event::Failed { device, config, reason, attempts } => {
+                self.line(format!(
+                    "warning: {device}: {config}: {reason} (after {attempts} attempt(s); recorded as failed)"
+                ));
+                if let Some(b) = self.bar(device, 0) {
+                    b.inc(1);
                 }
             }
-            Event::DeviceDone { device, feasible, frontier } => {
-                eprintln!("  {device}: predicted; {feasible} feasible, {frontier} on the frontier")
+            _ if self.style == Style::Quiet => {}
+            Event::Planned { sweep, configs, devices, skipped, shard } => {
+                let shard = shard.as_ref().map(|s| format!(" (shard {s})")).unwrap_or_default();
+                self.line(format!("sweep `{sweep}`{shard}: {configs} configurations x {devices} devices"));
+                if !skipped.is_empty() {
+                    let s: Vec<String> = skipped.iter().map(|(r, n)| format!("{n} {r}")).collect();
+                    self.line(format!("  dropped while expanding: {}", s.join("; ")));
+                }
             }
-            Event::Wrote(p) => eprintln!("  wrote {}", p.display()),
-            Event::Measuring { device, config, index, total } => {
-                eprintln!("  {device}: measuring {index}/{total} {config}...")
+            Event::Resuming { store, predicted, measured, failed } => self.line(format!(
+                "  resuming {}: {predicted} predicted, {measured} measured and {failed} failed result(s) kept",
+                store.display()
+            )),
+            Event::Predicted { device, configs, feasible, frontier, stored } => self.line(format!(
+                "  {device}: {configs} {}; {feasible} feasible, {frontier} on the frontier",
+                if *stored { "predictions kept from the store" } else { "predicted" }
+            )),
+            Event::MeasurePlanned { device, total } => {
+                if self.bar(device, *total).is_none() {
+                    self.line(format!("  {device}: measuring {total} candidate(s)"));
+                }
             }
+            Event::Measuring { device, config, index, total } => match self.bar(device, *total) {
+                Some(b) => b.set_message(format!("measuring {config}")),
+                None => self.line(format!("  {device}: measuring {index}/{total} {config}...")),
+            },
             Event::Measured { device, config, decode_tok_s, peak_mem_mb } => {
-                eprintln!("  {device}: {config}: {decode_tok_s:.1} tok/s decode, {peak_mem_mb:.0} MB peak (measured)")
+                let text = format!(
+                    "  {device}: {config}: {decode_tok_s:.1} tok/s decode, {peak_mem_mb:.0} MB peak (measured)"
+                );
+                self.line(text);
+                if let Some(b) = self.bar(device, 0) {
+                    b.inc(1);
+                }
             }
-            Event::Resumed { device, config, path } => {
-                eprintln!("  {device}: {config}: reusing the stored measurement {}", path.display())
+            Event::Resumed { device, config } => {
+                self.line(format!("  {device}: {config}: kept the stored measurement"));
+                if let Some(b) = self.bar(device, 0) {
+                    b.inc(1);
+                }
+            }
+            Event::KeptFailure { device, config, reason } => {
+                self.line(format!(
+                    "  {device}: {config}: kept the stored failure ({reason}); --retry-failed retries it"
+                ));
+                if let Some(b) = self.bar(device, 0) {
+                    b.inc(1);
+                }
+            }
+            Event::Wrote { path } => self.line(format!("  wrote {}", path.display())),
+        }
+    }
+}
+
+impl Drop for StderrReporter {
+    fn drop(&mut self) {
+        if let Some(b) = &self.bars {
+            for bar in b.per_device.values() {
+                bar.finish_and_clear();
             }
         }
     }

@@ -1,6 +1,6 @@
-//! `pocketbench sweep` and `pocketbench report`.
+//! `pocketbench sweep`, `pocketbench report` and `pocketbench merge`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
@@ -9,10 +9,11 @@ use pocketbench::device::Devices;
 use pocketbench::event::{Event, Reporter};
 use pocketbench::pareto::Objective;
 use pocketbench::report::{self, SweepReport};
-use pocketbench::sweep::{self, MeasureSettings, Plan, PlanOptions, Selection};
+use pocketbench::store::{self, Identity, Store};
+use pocketbench::sweep::{self, MeasureSettings, Plan, PlanOptions, Selection, Shard};
 use pocketbench::units::ParamCount;
 
-use super::render::StderrReporter;
+use super::render::{StderrReporter, Style};
 use super::run_cmd::{runner_for, MeasureArgs};
 use super::{Code, WorkloadArgs};
 
@@ -27,16 +28,27 @@ pub struct SweepArgs {
     /// Only predict; no device is touched.
     #[arg(long, conflicts_with = "measure")]
     pub predict_only: bool,
-    /// After predicting, measure the top K candidates per measurable device (frontier first), or `all`.
-    #[arg(long, value_name = "K|all")]
-    pub measure: Option<MeasureCount>,
-    /// Measurement settings (with --measure).
+    /// After predicting, measure the top K candidates per measurable device
+    /// (frontier first), or `all`. This host joins the sweep's devices when
+    /// none of them can be measured here.
+    #[arg(long, value_name = "K|all", default_value = "3")]
+    pub measure: MeasureCount,
+    /// Measurement settings.
     #[command(flatten)]
     pub measure_args: MeasureArgs,
     /// Extra attempts when a device becomes unavailable mid-measurement.
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub retries: u32,
-    /// Output directory (default: reports/<sweep name>).
+    /// Measure again what an earlier run of this sweep recorded as failed.
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Start over: set an existing store aside (as pocketbench.db.prev) instead of resuming it.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Run share I of N of the plan (by configuration id); merge the shard stores with `pocketbench merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// Output directory (default: reports/<sweep name>): the store and every export.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Workload overrides.
@@ -55,24 +67,111 @@ pub struct SweepArgs {
     #[arg(long)]
     pub require_feasible: bool,
     /// Only warnings on stderr.
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "json_events")]
     pub quiet: bool,
+    /// Progress as one JSON object per line on stderr (see the event module's docs).
+    #[arg(long)]
+    pub json_events: bool,
 }
 
 /// Arguments of `report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A results.json written by `sweep`.
-    pub results: PathBuf,
-    /// Output directory (default: the results file's directory).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    /// A sweep's output folder (or its pocketbench.db).
+    pub out: PathBuf,
+}
+
+/// Arguments of `merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The merged output folder (must not hold a store yet).
+    pub out: PathBuf,
+    /// Shard output folders (or their pocketbench.db files).
+    #[arg(required = true, num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
+    /// Only warnings on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// The store file of an output folder (or the file itself).
+fn store_file(p: &Path) -> PathBuf {
+    if p.extension().is_some_and(|e| e == "db") {
+        p.to_path_buf()
+    } else {
+        p.join(store::FILE_NAME)
+    }
+}
+
+fn style(quiet: bool, json: bool) -> Style {
+    if json {
+        Style::Json
+    } else if quiet {
+        Style::Quiet
+    } else {
+        Style::Auto
+    }
+}
+
+/// What identifies this sweep in its store: a resume must match all of it.
+fn identity(a: &SweepArgs, plan: &Plan) -> anyhow::Result<Identity> {
+    let bytes = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
+    let scores = match &a.scores {
+        Some(p) => Some(format!(
+            "{:016x}",
+            pocketbench::fnv1a(&std::fs::read(p).with_context(|| format!("reading {}", p.display()))?)
+        )),
+        None => None,
+    };
+    let options = serde_json::json!({
+        "devices": plan.devices,
+        "prompt": plan.workload.prompt,
+        "gen": plan.workload.gen,
+        "objectives": plan.objectives,
+        "configs": plan.expanded,
+        "scores": scores,
+    });
+    Ok(Identity {
+        name: plan.name.clone(),
+        file: a.file.display().to_string(),
+        file_hash: format!("{:016x}", pocketbench::fnv1a(&bytes)),
+        options: options.to_string(),
+        harness: pocketbench::harness_version(),
+        shard: a.shard.map(|s| s.to_string()),
+    })
+}
+
+/// Set a store aside for `--fresh`: nothing stored is deleted.
+fn set_aside(db: &Path) -> anyhow::Result<()> {
+    for suffix in ["", "-wal", "-shm"] {
+        let from = PathBuf::from(format!("{}{suffix}", db.display()));
+        if from.exists() {
+            let to = PathBuf::from(format!("{}.prev{suffix}", db.display()));
+            std::fs::rename(&from, &to).with_context(|| format!("moving {} aside", from.display()))?;
+        }
+    }
+    Ok(())
+}
+
+fn host_fingerprint() -> String {
+    let facts = pocketbench::probe::HostFacts::collect();
+    serde_json::json!({
+        "cpu": facts.cpu,
+        "logical_cpus": facts.logical_cpus,
+        "physical_cores": facts.physical_cores,
+        "memory_bytes": facts.memory_bytes,
+        "os": facts.os,
+        "kernel": facts.kernel,
+        "kernels": pocketbench::kernels::isa().name(),
+        "build": pocketbench::probe::BuildInfo::current(),
+    })
+    .to_string()
 }
 
 /// Run `sweep`.
 pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     // Validate everything into a plan before any work: the sweep file, the
-    // devices, the scores and, with --measure, every job on every measurable
+    // devices, the scores and, when measuring, every job on every measurable
     // device; nothing is predicted before all of it holds.
     let opts = PlanOptions {
         devices: a.devices.clone(),
@@ -80,50 +179,77 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
         max_configs: a.max_configs,
         objectives: a.objectives.clone(),
     };
-    let plan = Plan::from_file(&a.file, &opts)?;
+    let mut plan = Plan::from_file(&a.file, &opts)?;
+    if let Some(s) = a.shard {
+        plan.shard(s);
+    }
+    let measuring = !a.predict_only;
+    // The host joins a sweep none of whose devices can be measured here, so
+    // that its report shows predicted against measured.
+    if measuring && a.devices.is_none() {
+        let any = devices.select(&plan.devices)?.iter().any(|d| runner_for(d).is_ok());
+        if !any && devices.get("host").is_ok_and(|h| runner_for(h).is_ok()) {
+            plan.devices.push("host".into());
+        }
+    }
     let devs = devices.select(&plan.devices)?;
     let scores = a.scores.as_deref().map(Scores::load).transpose().map_err(pocketbench::Error::from)?;
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
-    let measuring = match a.measure {
-        Some(count) => {
-            let settings = MeasureSettings {
-                selection: match count {
-                    MeasureCount::Top(k) => Selection::Top(k),
-                    MeasureCount::All => Selection::All,
-                },
-                job: a.measure_args.settings(),
-                retries: a.retries,
-                store: out.join("measurements"),
-            };
-            let runners: Vec<_> = devs.iter().filter_map(|d| runner_for(d).ok()).collect();
-            let measurable: Vec<_> =
-                devs.iter().copied().filter(|d| runners.iter().any(|r| r.device() == d.id())).collect();
-            sweep::validate_measure(&plan, &measurable, &settings).map_err(pocketbench::Error::from)?;
-            Some((settings, runners))
-        }
-        None => None,
+    let settings = MeasureSettings {
+        selection: match a.measure {
+            MeasureCount::Top(k) => Selection::Top(k),
+            MeasureCount::All => Selection::All,
+        },
+        job: a.measure_args.settings(),
+        retries: a.retries,
+        retry_failed: a.retry_failed,
     };
-    let mut reporter = StderrReporter { quiet: a.quiet };
+    let runners: Vec<_> = if measuring { devs.iter().filter_map(|d| runner_for(d).ok()).collect() } else { Vec::new() };
+    if measuring {
+        let measurable: Vec<_> =
+            devs.iter().copied().filter(|d| runners.iter().any(|r| r.device() == d.id())).collect();
+        sweep::validate_measure(&plan, &measurable, &settings).map_err(pocketbench::Error::from)?;
+    }
+    let identity = identity(a, &plan)?;
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
+    if out.is_file() {
+        return Err(pocketbench::Error::from(store::StoreError::Corrupt {
+            path: out.clone(),
+            message: "--out names a file; it must be a folder".into(),
+        })
+        .into());
+    }
+    let db = out.join(store::FILE_NAME);
+    if a.fresh {
+        set_aside(&db)?;
+    }
+
+    let mut reporter = StderrReporter::new(style(a.quiet, a.json_events));
     reporter.report(&Event::Planned {
         sweep: plan.name.clone(),
         configs: plan.shapes.len(),
         devices: devs.len(),
         skipped: plan.skipped.clone(),
+        shard: a.shard.map(|s| s.to_string()),
     });
-    let mut outcome = sweep::run(&plan, &devs, scores.as_ref(), &mut reporter);
-    if let Some((settings, runners)) = measuring {
-        if runners.is_empty() {
-            reporter.report(&Event::Warning(
-                "--measure: no device of this sweep can be measured here (only local devices have a runner today)"
-                    .into(),
-            ));
-        }
-        sweep::measure(&plan, &mut outcome, &devs, &runners, &settings, &mut reporter);
+    if measuring && runners.is_empty() {
+        reporter.report(&Event::warning(
+            "no device of this sweep can be measured here (only local devices have a runner today)",
+        ));
     }
-    let report = SweepReport::new(&plan, outcome);
+    let mut store = Store::open(&db).map_err(pocketbench::Error::from)?;
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    store
+        .start_run(&command_line, Some(pocketbench::git_commit()), &host_fingerprint())
+        .map_err(pocketbench::Error::from)?;
+    let m = measuring.then_some(sweep::Measuring { settings: &settings, runners: &runners });
+    let result = sweep::execute(&mut store, &plan, &devs, scores.as_ref(), identity, m, &mut reporter);
+    store.finish_run(if result.is_ok() { "finished" } else { "failed" }).map_err(pocketbench::Error::from)?;
+    result.map_err(pocketbench::Error::from)?;
+    let report = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
     for p in report::write_all(&out, &report, &report::standard()).context("writing the sweep report")? {
-        reporter.report(&Event::Wrote(p));
+        reporter.report(&Event::Wrote { path: p });
     }
+    drop(reporter);
     print_summary(&report)?;
     let infeasible = report.outcome.devices.iter().any(|d| d.feasible == 0);
     Ok(if a.require_feasible && infeasible { Code::BudgetFailed } else { Code::Ok })
@@ -131,7 +257,14 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
 
 fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
     for d in &report.outcome.devices {
-        outln!("{}: {} of {} feasible, {} on the frontier", d.device, d.feasible, d.configs, d.frontier);
+        let measured = report
+            .outcome
+            .results
+            .iter()
+            .filter(|r| r.device == d.device && r.provenance == pocketbench::record::Provenance::Measured)
+            .count();
+        let m = if measured > 0 { format!(", {measured} measured") } else { String::new() };
+        outln!("{}: {} of {} feasible, {} on the frontier{m}", d.device, d.feasible, d.configs, d.frontier);
         for (label, id) in [("best", &d.best_feasible), ("largest", &d.largest_feasible)] {
             let rec = id
                 .as_ref()
@@ -153,14 +286,30 @@ fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Run `report`.
+/// Run `report`: re-render every export from the store, predicting and measuring nothing.
 pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
-    let data = report::load(&a.results)?;
-    let out = a.out.clone().or_else(|| a.results.parent().map(PathBuf::from)).unwrap_or_default();
-    let exporters: Vec<Box<dyn report::Exporter>> =
-        vec![Box::new(report::FrontierCsv), Box::new(report::SummaryMarkdown)];
-    for p in report::write_all(&out, &data, &exporters)? {
+    let db = store_file(&a.out);
+    let store = Store::open_read_only(&db).map_err(pocketbench::Error::from)?;
+    let data = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
+    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
+    for p in report::write_all(&dir, &data, &report::standard())? {
         eprintln!("wrote {}", p.display());
+    }
+    Ok(Code::Ok)
+}
+
+/// Run `merge`: shard stores into one, then every export.
+pub fn merge(a: &MergeArgs) -> anyhow::Result<Code> {
+    let inputs: Vec<PathBuf> = a.inputs.iter().map(|p| store_file(p)).collect();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let db = store_file(&a.out);
+    let store = store::merge(&db, &refs).map_err(pocketbench::Error::from)?;
+    let data = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
+    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
+    for p in report::write_all(&dir, &data, &report::standard())? {
+        if !a.quiet {
+            eprintln!("wrote {}", p.display());
+        }
     }
     Ok(Code::Ok)
 }

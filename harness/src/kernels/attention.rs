@@ -57,7 +57,7 @@ pub fn attend(
     out: &mut [f32],
 ) {
     let dh = row.len();
-    assert!(q.len() % dh == 0 && out.len() == q.len() && scores.len() >= len && len > 0, "attend: sizes");
+    assert!(q.len().is_multiple_of(dh) && out.len() == q.len() && scores.len() >= len && len > 0, "attend: sizes");
     for kv in [&k, &v] {
         assert!(kv.covers(len, dh), "attend: rows beyond the cache");
     }

@@ -57,7 +57,7 @@ impl QMatrix {
     /// Take row-major ggml blocks (as stored in GGUF); checks the size and
     /// repacks Q4_0 in place.
     pub fn new(kind: WeightType, rows: usize, cols: usize, mut data: Vec<u8>) -> Result<QMatrix, String> {
-        if cols % BLOCK != 0 {
+        if !cols.is_multiple_of(BLOCK) {
             return Err(format!("{cols} columns is not a multiple of {BLOCK}"));
         }
         let want = rows
@@ -223,7 +223,7 @@ pub fn matmul<const N: usize>(pool: &Pool, ws: [&QMatrix; N], outs: [&mut [f32];
 /// chunk)` for every chunk, the chunks shared out over the pool's threads
 /// in contiguous spans (attention heads, for instance).
 pub fn for_each_chunk(pool: &Pool, data: &mut [f32], len: usize, f: &(dyn Fn(usize, usize, &mut [f32]) + Sync)) {
-    assert!(len > 0 && data.len() % len == 0, "for_each_chunk: {} values in chunks of {len}", data.len());
+    assert!(len > 0 && data.len().is_multiple_of(len), "for_each_chunk: {} values in chunks of {len}", data.len());
     let count = data.len() / len;
     let base = Out(data.as_mut_ptr(), data.len());
     let n = pool.threads();

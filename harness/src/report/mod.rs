@@ -8,7 +8,7 @@ mod json;
 mod markdown;
 
 pub use csv_frontier::FrontierCsv;
-pub use json::ResultsJson;
+pub use json::{ResultsJson, ResultsJsonl};
 pub use markdown::SummaryMarkdown;
 
 use std::path::{Path, PathBuf};
@@ -65,6 +65,29 @@ impl SweepReport {
     }
 }
 
+impl SweepReport {
+    /// Everything the store holds, as a report: the pure function every
+    /// export is rendered from (`pocketbench report OUT`).
+    pub fn from_store(store: &crate::store::Store) -> Result<Self, crate::store::StoreError> {
+        let sweep = store.sweep()?.ok_or_else(|| crate::store::StoreError::Corrupt {
+            path: store.path().to_path_buf(),
+            message: "no sweep recorded in it".into(),
+        })?;
+        Ok(SweepReport {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("pocketbench {}", env!("CARGO_PKG_VERSION")),
+            sweep: sweep.identity.name,
+            sweep_file: sweep.identity.file,
+            description: sweep.description,
+            prompt_tokens: sweep.prompt_tokens,
+            gen_tokens: sweep.gen_tokens,
+            objectives: sweep.objectives,
+            skipped: sweep.skipped,
+            outcome: store.outcome()?,
+        })
+    }
+}
+
 /// An output format.
 pub trait Exporter {
     /// File name inside the output directory.
@@ -102,9 +125,9 @@ pub enum ReportError {
     },
 }
 
-/// The standard set: results.json, frontier.csv, summary.md.
+/// The standard set: results.json, results.jsonl, frontier.csv, summary.md.
 pub fn standard() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(ResultsJson), Box::new(FrontierCsv), Box::new(SummaryMarkdown)]
+    vec![Box::new(ResultsJson), Box::new(ResultsJsonl), Box::new(FrontierCsv), Box::new(SummaryMarkdown)]
 }
 
 /// Render every exporter and write its file into `dir` (created if needed).

@@ -16,7 +16,7 @@
 //! | `runs` | invocation | command line, harness version and git commit, host fingerprint, start and end (UTC), status (`running`, `finished`, `failed`) |
 //! | `devices` | device of the sweep | plan position, name, engine, profile digest, calibration label, budgets |
 //! | `calibrations` | device x profile digest x label | the parameters each prediction used (JSON), and the predictions' method texts |
-//! | `configurations` | configuration | id, plan position, name, every shape field |
+//! | `configurations` | configuration | id, parameter count (plan order is parameters, then id), name, every shape field |
 //! | `results` | configuration x device x engine x workload x provenance (x job key for measurements) | every metric of the record, its three verdicts (status, value, limit, margin), feasible, on_frontier, methods (measurements), the measurement's statistics and probe result (JSON) |
 //! | `samples` | repetition of a measured result | load, prefill, first-token and decode seconds, speeds, energy |
 //! | `failures` | configuration x device x job key | kind, reason, attempts, the failure (JSON) |
@@ -30,7 +30,10 @@
 
 pub mod schema;
 
+mod merge;
 mod rows;
+
+pub use merge::merge;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -177,8 +180,9 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::Missing { path: path.to_path_buf() });
         }
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| sqlite(path, e))?;
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| sqlite(path, e))?;
         Store::init(conn, path, false)
     }
 
@@ -309,7 +313,7 @@ impl Store {
         &mut self,
         sweep: &SweepRow,
         devices: &[DeviceRow],
-        shapes: &[crate::arch::Shape],
+        shapes: &[(crate::arch::Shape, u64)],
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let e = |x| sqlite(&path, x);
@@ -358,14 +362,14 @@ impl Store {
             }
             let mut st = tx
                 .prepare(
-                    "INSERT INTO configurations (id, position, name, hidden, layers, heads, kv_heads, head_dim, ffn, \
+                    "INSERT INTO configurations (id, params_total, name, hidden, layers, heads, kv_heads, head_dim, ffn, \
                      vocab, tied, qk_norm, quant, context) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 )
                 .map_err(e)?;
-            for (i, s) in shapes.iter().enumerate() {
+            for (s, params_total) in shapes {
                 st.execute(params![
                     s.id(),
-                    i as i64,
+                    *params_total as i64,
                     s.to_string(),
                     s.hidden,
                     s.layers,
@@ -435,8 +439,9 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    fn run_id(&self) -> i64 {
-        self.run_id.unwrap_or(0)
+    /// The invocation later writes belong to (none before [`Store::start_run`]).
+    fn run_id(&self) -> Option<i64> {
+        self.run_id
     }
 
     /// The calibration row for a device's predictions, created when new.
@@ -523,7 +528,8 @@ impl Store {
         let e = |x| sqlite(&path, x);
         let tx = self.conn.transaction().map_err(e)?;
         let cal = Store::calibration_id(&tx, &rec.device, &calibration.0, rec, &calibration.1).map_err(e)?;
-        tx.execute(&insert_sql(), rusqlite::params_from_iter(rows::result_values(rec, run, cal, job_key))).map_err(e)?;
+        tx.execute(&insert_sql(), rusqlite::params_from_iter(rows::result_values(rec, run, cal, job_key)))
+            .map_err(e)?;
         let id = tx.last_insert_rowid();
         if let Some(m) = &rec.measurement {
             let mut st = tx
@@ -590,7 +596,12 @@ impl Store {
     }
 
     /// The stored failure of this job, if any.
-    pub fn failure(&self, device: &str, config_id: &str, job_key: &str) -> Result<Option<FailedMeasurement>, StoreError> {
+    pub fn failure(
+        &self,
+        device: &str,
+        config_id: &str,
+        job_key: &str,
+    ) -> Result<Option<FailedMeasurement>, StoreError> {
         Ok(self
             .failures_where("device = ?1 AND config_id = ?2 AND job_key = ?3", &[&device, &config_id, &job_key])?
             .into_iter()
@@ -605,7 +616,9 @@ impl Store {
     fn failures_where(&self, cond: &str, p: &[&dyn rusqlite::ToSql]) -> Result<Vec<FailedMeasurement>, StoreError> {
         let mut st = self
             .conn
-            .prepare(&format!("SELECT config_id, name, device, attempts, failure FROM failures WHERE {cond} ORDER BY id"))
+            .prepare(&format!(
+                "SELECT config_id, name, device, attempts, failure FROM failures WHERE {cond} ORDER BY id"
+            ))
             .map_err(|e| self.err(e))?;
         let rows = st
             .query_map(p, |r| {
@@ -620,6 +633,102 @@ impl Store {
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The stored configurations with their parameter counts, in plan order.
+    pub fn configurations(&self) -> Result<Vec<(crate::arch::Shape, u64)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT hidden, layers, heads, kv_heads, head_dim, ffn, vocab, tied, qk_norm, quant, context, \
+                 params_total FROM configurations ORDER BY params_total, id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    crate::arch::Shape {
+                        hidden: r.get(0)?,
+                        layers: r.get(1)?,
+                        heads: r.get(2)?,
+                        kv_heads: r.get(3)?,
+                        head_dim: r.get(4)?,
+                        ffn: r.get(5)?,
+                        vocab: r.get(6)?,
+                        tied: r.get(7)?,
+                        qk_norm: r.get(8)?,
+                        quant: r
+                            .get::<_, String>(9)?
+                            .parse()
+                            .map_err(|e: crate::arch::QuantError| rows::conversion(e.to_string()))?,
+                        context: r.get(10)?,
+                    },
+                    r.get::<_, i64>(11)? as u64,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Each device's profile digest and parameters, as its predictions stored them.
+    pub fn calibration_params(&self) -> Result<HashMap<String, (String, String)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT device, profile_digest, params FROM calibrations ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get::<_, String>(1)?, r.get::<_, String>(2)?))))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Every measured record with its job key, oldest first.
+    pub fn measured_with_keys(&self) -> Result<Vec<(Record, String)>, StoreError> {
+        let keys: Vec<String> = {
+            let mut st = self
+                .conn
+                .prepare(
+                    "SELECT r.job_key FROM results r JOIN configurations c ON c.id = r.config_id \
+                     JOIN devices d ON d.id = r.device WHERE r.provenance = 'measured' \
+                     ORDER BY d.position, c.params_total, c.id, r.id",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows = st.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
+        };
+        Ok(self.records(Provenance::Measured)?.into_iter().zip(keys).collect())
+    }
+
+    /// Every failure with its job key.
+    pub fn failures_with_keys(&self) -> Result<Vec<(FailedMeasurement, String)>, StoreError> {
+        let keys: Vec<String> = {
+            let mut st = self.conn.prepare("SELECT job_key FROM failures ORDER BY id").map_err(|e| self.err(e))?;
+            let rows = st.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
+        };
+        Ok(self.failures()?.into_iter().zip(keys).collect())
+    }
+
+    /// Copy `runs` rows into this store (a merge keeps every shard's history).
+    pub fn copy_runs(&mut self, runs: &[RunRow]) -> Result<(), StoreError> {
+        for r in runs {
+            self.conn
+                .execute(
+                    "INSERT INTO runs (command_line, harness_version, git_commit, host, started_at, ended_at, status) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        r.command_line,
+                        r.harness_version,
+                        r.git_commit,
+                        r.host,
+                        r.started_at,
+                        r.ended_at,
+                        r.status
+                    ],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
     }
 
     /// Number of stored results of a provenance.
@@ -653,12 +762,13 @@ impl Store {
         let cals = self.calibrations()?;
         let sql = format!(
             "SELECT {} FROM results r JOIN configurations c ON c.id = r.config_id \
-             JOIN devices d ON d.id = r.device WHERE {cond} ORDER BY d.position, c.position, r.id",
+             JOIN devices d ON d.id = r.device WHERE {cond} ORDER BY d.position, c.params_total, c.id, r.id",
             rows::select_list()
         );
         let mut st = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = st.query_map(p, |r| rows::record_from_row(r, &cals)).map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| StoreError::Corrupt { path: self.path.clone(), message: e.to_string() })
+        rows.collect::<Result<_, _>>()
+            .map_err(|e| StoreError::Corrupt { path: self.path.clone(), message: e.to_string() })
     }
 
     /// Every stored record of a provenance, device-major in plan order.
@@ -670,6 +780,12 @@ impl Store {
     /// device the newest measurement, else the prediction; each device's
     /// frontier and summary recomputed from those records; every failure.
     pub fn outcome(&self) -> Result<Outcome, StoreError> {
+        self.outcome_of(true)
+    }
+
+    /// [`Store::outcome`], or with `measured = false` the predictions alone
+    /// (what measurement candidates are chosen from).
+    pub fn outcome_of(&self, measured: bool) -> Result<Outcome, StoreError> {
         let sweep = self.sweep()?.ok_or_else(|| StoreError::Corrupt {
             path: self.path.clone(),
             message: "no sweep recorded in it".into(),
@@ -680,7 +796,8 @@ impl Store {
             at.insert((r.device.clone(), r.config_id.clone()), i);
         }
         // Newest last: a later measurement of the same pair replaces an earlier one.
-        for m in self.records(Provenance::Measured)? {
+        let measurements = if measured { self.records(Provenance::Measured)? } else { Vec::new() };
+        for m in measurements {
             match at.get(&(m.device.clone(), m.config_id.clone())) {
                 Some(i) => results[*i] = m,
                 None => {
@@ -696,7 +813,8 @@ impl Store {
             devices.push(mark_frontier(&mut recs, &d.header, &sweep.objectives));
             ordered.extend(recs);
         }
-        Ok(Outcome { devices, results: ordered, failures: self.failures()? })
+        let failures = if measured { self.failures()? } else { Vec::new() };
+        Ok(Outcome { devices, results: ordered, failures })
     }
 
     /// Store each record's frontier flag as `outcome` has it.
@@ -707,9 +825,7 @@ impl Store {
         tx.execute("UPDATE results SET on_frontier = 0", []).map_err(e)?;
         {
             let mut st = tx
-                .prepare(
-                    "UPDATE results SET on_frontier = 1 WHERE device = ?1 AND config_id = ?2 AND provenance = ?3",
-                )
+                .prepare("UPDATE results SET on_frontier = 1 WHERE device = ?1 AND config_id = ?2 AND provenance = ?3")
                 .map_err(e)?;
             for r in outcome.results.iter().filter(|r| r.on_frontier) {
                 st.execute(params![r.device, r.config_id, rows::name_of(&r.provenance)]).map_err(e)?;

@@ -85,11 +85,11 @@ fn opt(v: Option<f64>) -> Value {
 
 /// The values of [`RESULT_COLUMNS`] for `rec`. `methods` are written only
 /// for measurements (predictions read their calibration's).
-pub(super) fn result_values(rec: &Record, run_id: i64, calibration_id: i64, job_key: &str) -> Vec<Value> {
+pub(super) fn result_values(rec: &Record, run_id: Option<i64>, calibration_id: i64, job_key: &str) -> Vec<Value> {
     let measured = rec.provenance == Provenance::Measured;
     let json = |v: &dyn erased::Json| Value::Text(v.json());
     let mut v = vec![
-        Value::Integer(run_id),
+        run_id.map_or(Value::Null, Value::Integer),
         Value::Text(rec.config_id.clone()),
         Value::Text(rec.device.clone()),
         Value::Text(rec.engine.clone()),
@@ -179,10 +179,7 @@ pub(super) fn record_from_row(row: &Row, calibrations: &HashMap<i64, Calibration
         vocab: row.get(n + 6)?,
         tied: row.get(n + 7)?,
         qk_norm: row.get(n + 8)?,
-        quant: row
-            .get::<_, String>(n + 9)?
-            .parse()
-            .map_err(|e: crate::arch::QuantError| conversion(e.to_string()))?,
+        quant: row.get::<_, String>(n + 9)?.parse().map_err(|e: crate::arch::QuantError| conversion(e.to_string()))?,
         context: row.get(n + 10)?,
     };
     let cal_id: i64 = row.get(9)?;

@@ -66,10 +66,11 @@ CREATE TABLE calibrations (
     UNIQUE (device, profile_digest, label, methods)
 );
 
--- The plan's configurations, in plan order.
+-- The plan's configurations. Plan order is (params_total, id), so a shard's
+-- store and a merge of shards list them as the unsharded plan does.
 CREATE TABLE configurations (
-    id       TEXT PRIMARY KEY,
-    position INTEGER NOT NULL,
+    id           TEXT PRIMARY KEY,
+    params_total INTEGER NOT NULL,
     name     TEXT NOT NULL,
     hidden   INTEGER NOT NULL,
     layers   INTEGER NOT NULL,
@@ -89,7 +90,7 @@ CREATE TABLE configurations (
 -- methods. Predicted records take their method texts from their calibration.
 CREATE TABLE results (
     id                       INTEGER PRIMARY KEY,
-    run_id                   INTEGER NOT NULL REFERENCES runs (id),
+    run_id                   INTEGER REFERENCES runs (id),
     config_id                TEXT NOT NULL REFERENCES configurations (id),
     device                   TEXT NOT NULL,
     engine                   TEXT NOT NULL,
@@ -142,7 +143,7 @@ CREATE TABLE samples (
 -- Measurements that produced no result.
 CREATE TABLE failures (
     id        INTEGER PRIMARY KEY,
-    run_id    INTEGER NOT NULL REFERENCES runs (id),
+    run_id    INTEGER REFERENCES runs (id),
     config_id TEXT NOT NULL,
     name      TEXT NOT NULL,
     device    TEXT NOT NULL,

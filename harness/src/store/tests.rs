@@ -34,7 +34,7 @@ fn new_store(dir: &Path, plan: &Plan, devices: &[&crate::device::Device]) -> Sto
         .iter()
         .map(|d| DeviceRow { header: DeviceSummary::header(d), profile_digest: d.digest.clone() })
         .collect();
-    let shapes: Vec<_> = plan.shapes.iter().map(|(s, _)| *s).collect();
+    let shapes: Vec<_> = plan.shapes.iter().map(|(s, a)| (*s, a.params_total)).collect();
     s.create_sweep(&sweep, &rows, &shapes).unwrap();
     s.start_run("pocketbench test", None, "{}").unwrap();
     s

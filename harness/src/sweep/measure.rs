@@ -1,22 +1,18 @@
 //! Measuring the promising configurations of a predicted sweep on every
-//! device that has a runner, with results saved as data first: each probe
-//! result (the raw samples) is written to the store directory the moment it
-//! finishes, and a rerun loads it instead of measuring again, so a killed
-//! sweep resumes without redoing or losing finished work. The record is
-//! derived from the stored samples on every run, so its prediction, budgets
-//! and verdicts are judged against today's profile, not the first run's.
-
-use std::path::{Path, PathBuf};
+//! device that has a runner, with results saved as data first: each
+//! measured record (its raw samples included) is committed to the store the
+//! moment it lands, and a rerun keeps it instead of measuring again, so a
+//! killed sweep resumes without redoing or losing finished work. A failure
+//! is stored too and kept on resume unless the caller asks to retry it.
 
 use serde::{Deserialize, Serialize};
 
-use super::run::mark_frontier;
 use super::{Outcome, Plan};
 use crate::device::Device;
 use crate::event::{Event, Reporter};
-use crate::probe::ProbeResult;
 use crate::record::{measured, Record};
 use crate::runner::{Failure, Job, JobSettings, Runner};
+use crate::store::{Store, StoreError};
 
 /// How many configurations to measure per device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +33,8 @@ pub struct MeasureSettings {
     pub job: JobSettings,
     /// Extra attempts after a device-unavailable failure.
     pub retries: u32,
-    /// Where finished measurements are stored.
-    pub store: PathBuf,
+    /// Measure again what an earlier run recorded as failed.
+    pub retry_failed: bool,
 }
 
 /// Why a sweep cannot measure as asked: every problem found, not the first.
@@ -136,135 +132,127 @@ fn candidates(recs: &[&Record], sel: Selection) -> Vec<String> {
     v[..n].iter().map(|r| r.config_id.clone()).collect()
 }
 
-/// The file a measurement is stored in. Everything that changes the
-/// measured numbers is in the name: the configuration, engine, workload,
-/// repetitions and threads, and a digest of what runs them (the runner's
-/// build: harness version, target, profile, kernel ISA and machine) and of
-/// the device profile's engine settings. The budgets are not: a stored
-/// result is re-judged against today's.
-pub fn store_path(store: &Path, device: &Device, build: &str, job: &Job) -> PathBuf {
+/// The key a measurement is stored under beside its configuration, device
+/// and workload: a digest of what runs it (the engine, repetitions and
+/// threads, the runner's build: harness version, target, kernel ISA and
+/// machine) and of the device profile's engine settings. The budgets are
+/// not in it: a record is judged against the profile the store was made with.
+pub fn job_key(device: &Device, build: &str, job: &Job) -> String {
     let engine = serde_json::to_string(&device.profile.engine).unwrap_or_default();
-    let what_runs = crate::fnv1a(format!("{build}\n{engine}").as_bytes());
-    store.join(device.id()).join(format!(
-        "{}-{}-p{}-g{}-r{}-t{}-{:08x}.json",
-        job.shape.id(),
-        job.engine.name(),
-        job.workload.prompt,
-        job.workload.gen,
-        job.reps,
-        job.threads,
-        what_runs as u32
-    ))
+    let what = format!("{}\n{}\n{}\n{build}\n{engine}", job.engine.name(), job.reps, job.threads);
+    format!("{}-r{}-t{}-{:016x}", job.engine.name(), job.reps, job.threads, crate::fnv1a(what.as_bytes()))
 }
 
-/// Measure candidates on every device that has a runner, replace their
-/// predicted records with measured ones, and recompute each device's frontier.
+/// The profile digest and parameters a device's records are stored with.
+pub fn calibration_of(device: &Device) -> (String, String) {
+    let params = serde_json::to_string(&device.profile.model).unwrap_or_default();
+    (profile_digest(device), params)
+}
+
+/// FNV-1a of a whole profile (facts, budgets, engine, model, points): a
+/// store made with one profile refuses to resume under another.
+pub fn profile_digest(device: &Device) -> String {
+    let text = serde_json::to_string(&device.profile).unwrap_or_default();
+    format!("{:016x}", crate::fnv1a(text.as_bytes()))
+}
+
+/// Measure candidates on every device that has a runner, one job at a time
+/// per device, committing each result (or failure) to `store` as it lands.
+/// `predicted` is the predicted outcome the candidates are chosen from.
 pub fn measure(
     plan: &Plan,
-    outcome: &mut Outcome,
+    predicted: &Outcome,
     devices: &[&Device],
     runners: &[Box<dyn Runner>],
     settings: &MeasureSettings,
+    store: &mut Store,
     reporter: &mut dyn Reporter,
-) {
+) -> Result<(), StoreError> {
     for runner in runners {
         let Some(device) = devices.iter().find(|d| d.id() == runner.device()) else { continue };
-        let recs: Vec<&Record> = outcome.results.iter().filter(|r| r.device == device.id()).collect();
+        let recs: Vec<&Record> = predicted.results.iter().filter(|r| r.device == device.id()).collect();
         let ids = candidates(&recs, settings.selection);
         let total = ids.len();
+        reporter.report(&Event::MeasurePlanned { device: device.id().into(), total });
         for (i, id) in ids.iter().enumerate() {
             let Some((shape, acct)) = plan.shapes.iter().find(|(s, _)| s.id() == *id) else { continue };
+            let config = shape.to_string();
             let job = match settings.job.job(device, *shape, plan.workload) {
                 Ok(j) => j,
                 // `validate` refuses these before a sweep starts; a caller that
                 // skipped it still gets a recorded failure, not a crash.
                 Err(e) => {
-                    outcome.failures.push(FailedMeasurement {
+                    let f = FailedMeasurement {
                         config_id: id.clone(),
-                        config_name: shape.to_string(),
+                        config_name: config.clone(),
                         device: device.id().into(),
                         attempts: 0,
                         failure: Failure::Refused { reason: e.to_string() },
-                    });
+                    };
+                    store.insert_failure(&f, "")?;
                     continue;
                 }
             };
-            let path = store_path(&settings.store, device, &runner.build(job.engine), &job);
+            let key = job_key(device, &runner.build(job.engine), &job);
+            if store.measured(device.id(), id, &key)?.is_some() {
+                reporter.report(&Event::Resumed { device: device.id().into(), config });
+                continue;
+            }
+            if !settings.retry_failed {
+                if let Some(f) = store.failure(device.id(), id, &key)? {
+                    reporter.report(&Event::KeptFailure {
+                        device: device.id().into(),
+                        config,
+                        reason: f.failure.to_string(),
+                    });
+                    continue;
+                }
+            }
             reporter.report(&Event::Measuring {
                 device: device.id().into(),
-                config: shape.to_string(),
+                config: config.clone(),
                 index: i + 1,
                 total,
             });
-            let cap = recs_capability(outcome, device.id(), id);
-            let probe = match load_stored(&path) {
-                Some(p) => {
-                    reporter.report(&Event::Resumed {
-                        device: device.id().into(),
-                        config: shape.to_string(),
-                        path: path.clone(),
-                    });
-                    Ok(p)
-                }
-                None => measure_with_retries(runner.as_ref(), &job, settings.retries).and_then(|(probe, _)| {
-                    save(&path, &probe).map_err(|e| {
-                        (Failure::BadOutput { reason: format!("cannot store {}: {e}", path.display()) }, 1)
-                    })?;
-                    Ok(probe)
-                }),
-            };
-            let record = probe.and_then(|probe| {
+            let cap = recs
+                .iter()
+                .find(|r| r.config_id == *id)
+                .map(|r| crate::capability::Capability { score: r.capability, source: r.capability_source.clone() })
+                .unwrap_or(crate::capability::Capability { score: 0.0, source: "unknown".into() });
+            let result = measure_with_retries(runner.as_ref(), &job, settings.retries).and_then(|(probe, n)| {
                 measured(shape, acct, device, probe, &cap)
-                    .map_err(|e| (Failure::BadOutput { reason: e.to_string() }, 1))
+                    .map_err(|e| (Failure::BadOutput { reason: e.to_string() }, n))
             });
-            match record {
+            match result {
                 Ok(rec) => {
+                    store.insert_measured(&rec, &key, calibration_of(device))?;
                     reporter.report(&Event::Measured {
                         device: device.id().into(),
-                        config: shape.to_string(),
+                        config,
                         decode_tok_s: rec.decode_tok_s,
                         peak_mem_mb: rec.peak_mem_increase_mb,
                     });
-                    if let Some(slot) =
-                        outcome.results.iter_mut().find(|r| r.device == device.id() && r.config_id == *id)
-                    {
-                        *slot = rec;
-                    }
                 }
                 Err((failure, attempts)) => {
-                    reporter.report(&Event::Warning(format!("{} on {}: {failure}", shape, device.id())));
-                    outcome.failures.push(FailedMeasurement {
+                    reporter.report(&Event::Failed {
+                        device: device.id().into(),
+                        config: config.clone(),
+                        reason: failure.to_string(),
+                        attempts,
+                    });
+                    let f = FailedMeasurement {
                         config_id: id.clone(),
-                        config_name: shape.to_string(),
+                        config_name: config,
                         device: device.id().into(),
                         attempts,
                         failure,
-                    });
+                    };
+                    store.insert_failure(&f, &key)?;
                 }
             }
         }
-        // Measured values can move configurations on or off the frontier.
-        let mut recs: Vec<Record> = outcome.results.iter().filter(|r| r.device == device.id()).cloned().collect();
-        let summary = mark_frontier(&mut recs, &super::DeviceSummary::header(device), &plan.objectives);
-        let mut it = recs.into_iter();
-        for r in outcome.results.iter_mut().filter(|r| r.device == device.id()) {
-            if let Some(new) = it.next() {
-                *r = new;
-            }
-        }
-        if let Some(s) = outcome.devices.iter_mut().find(|s| s.device == device.id()) {
-            *s = summary;
-        }
     }
-}
-
-fn recs_capability(outcome: &Outcome, device: &str, id: &str) -> crate::capability::Capability {
-    outcome
-        .results
-        .iter()
-        .find(|r| r.device == device && r.config_id == id)
-        .map(|r| crate::capability::Capability { score: r.capability, source: r.capability_source.clone() })
-        .unwrap_or(crate::capability::Capability { score: 0.0, source: "unknown".into() })
+    Ok(())
 }
 
 fn measure_with_retries(
@@ -282,18 +270,6 @@ fn measure_with_retries(
             Err(f) => return Err((f, attempt)),
         }
     }
-}
-
-fn load_stored(path: &Path) -> Option<ProbeResult> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-fn save(path: &Path, probe: &ProbeResult) -> std::io::Result<()> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-    }
-    let json = serde_json::to_string_pretty(probe).map_err(std::io::Error::other)?;
-    crate::calibrate::write_atomic(path, json.as_bytes())
 }
 
 #[cfg(test)]
@@ -329,8 +305,8 @@ mod tests {
         let plan = Plan::from_toml(std::path::Path::new("t.toml"), spec, &Default::default()).unwrap();
         let devices = Devices::built_in().unwrap();
         let devs = devices.select(&plan.devices).unwrap();
-        let mut outcome = super::super::run(&plan, &devs, None, &mut Collect::default());
-        let store = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
         let job = JobSettings {
             reps: 2,
             threads: Some(1),
@@ -339,11 +315,20 @@ mod tests {
             engine: None,
             engine_model: None,
         };
-        let settings =
-            MeasureSettings { selection: Selection::All, job, retries: 2, store: store.path().to_path_buf() };
+        let settings = MeasureSettings { selection: Selection::All, job, retries: 2, retry_failed: false };
         let gone = Gone { calls: Cell::new(0) };
         let runners: Vec<Box<dyn Runner>> = vec![Box::new(gone)];
-        measure(&plan, &mut outcome, &devs, &runners, &settings, &mut Collect::default());
+        let identity = crate::store::Identity {
+            name: "t".into(),
+            file: "t.toml".into(),
+            file_hash: "0".into(),
+            options: "{}".into(),
+            harness: crate::harness_version(),
+            shard: None,
+        };
+        let m = super::super::Measuring { settings: &settings, runners: &runners };
+        let outcome =
+            super::super::execute(&mut store, &plan, &devs, None, identity, Some(m), &mut Collect::default()).unwrap();
         assert_eq!(outcome.failures.len(), 2, "both configurations recorded, the sweep went on");
         assert!(outcome.failures.iter().all(|f| f.attempts == 3 && matches!(f.failure, Failure::Unavailable { .. })));
         assert!(outcome.results.iter().all(|r| r.provenance == crate::record::Provenance::Predicted));

@@ -6,14 +6,17 @@ mod axis;
 mod measure;
 mod plan;
 mod run;
+mod session;
 mod spec;
 
 pub use axis::{Axis, AxisValue};
 pub use measure::{
-    measure, store_path, validate as validate_measure, FailedMeasurement, MeasurePlanError, MeasureSettings, Selection,
+    calibration_of, job_key, measure, profile_digest, validate as validate_measure, FailedMeasurement,
+    MeasurePlanError, MeasureSettings, Selection,
 };
-pub use plan::{Plan, PlanOptions};
+pub use plan::{Plan, PlanOptions, Shard};
 pub use run::{mark_frontier, run, DeviceSummary, Outcome};
+pub use session::{execute, sweep_row, Measuring};
 pub use spec::*;
 
 /// A sweep file is invalid, or expands to too much or nothing.

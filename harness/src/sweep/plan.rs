@@ -50,7 +50,48 @@ pub struct Plan {
     pub expanded: usize,
 }
 
+/// One of N deterministic shares of a plan (`--shard I/N`, 1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// Which share, 1..=count.
+    pub index: u32,
+    /// How many shares.
+    pub count: u32,
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected I/N with 1 <= I <= N (for example 2/4), got `{s}`");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (i.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Whether a configuration belongs to this share: by a fixed hash of its
+    /// id, so every machine splits a plan the same way.
+    pub fn holds(&self, config_id: &str) -> bool {
+        crate::fnv1a(config_id.as_bytes()) % u64::from(self.count) == u64::from(self.index - 1)
+    }
+}
+
 impl Plan {
+    /// Keep only `shard`'s configurations (plan order is kept).
+    pub fn shard(&mut self, shard: Shard) {
+        self.shapes.retain(|(s, _)| shard.holds(&s.id()));
+    }
+
     /// Load and expand a sweep file.
     pub fn from_file(path: &Path, opts: &PlanOptions) -> Result<Plan, crate::Error> {
         let toml: SweepToml = crate::config::load(path)?;
@@ -126,7 +167,7 @@ impl Plan {
             let head_dim = head_dims[ix[2]];
             let heads = match &heads_axis {
                 Some(h) => h[ix[3]],
-                None if head_dim != 0 && hidden % head_dim == 0 => hidden / head_dim,
+                None if head_dim != 0 && hidden.is_multiple_of(head_dim) => hidden / head_dim,
                 None => {
                     *skipped.entry("hidden not a multiple of head-dim".into()).or_default() += 1;
                     continue;

@@ -60,7 +60,7 @@ pub fn run(plan: &Plan, devices: &[&Device], scores: Option<&Scores>, reporter: 
             d.state,
             crate::device::CalibrationState::Calibrated { .. } | crate::device::CalibrationState::Priors
         ) {
-            reporter.report(&Event::Warning(format!("device `{}`: calibration {}", d.id(), d.state)));
+            reporter.report(&Event::warning(format!("device `{}`: calibration {}", d.id(), d.state)));
         }
     }
     let caps: Vec<_> = plan.shapes.iter().map(|(s, a)| capability(s, a, &plan.proxy, scores)).collect();
@@ -70,10 +70,12 @@ pub fn run(plan: &Plan, devices: &[&Device], scores: Option<&Scores>, reporter: 
         let mut recs: Vec<Record> =
             plan.shapes.iter().zip(&caps).map(|((s, a), c)| predicted(s, a, device, &plan.workload, c)).collect();
         let summary = mark_frontier(&mut recs, &DeviceSummary::header(device), &plan.objectives);
-        reporter.report(&Event::DeviceDone {
+        reporter.report(&Event::Predicted {
             device: device.id().to_string(),
+            configs: summary.configs,
             feasible: summary.feasible,
             frontier: summary.frontier,
+            stored: false,
         });
         summaries.push(summary);
         results.extend(recs);

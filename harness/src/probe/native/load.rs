@@ -157,7 +157,7 @@ pub fn read(path: &Path) -> Result<Weights, LoadError> {
     let mut r = Reader { file, infos: content.tensor_infos, base: content.tensor_data_offset };
     let embed = r.matrix("token_embd.weight")?;
     cfg.vocab = embed.rows;
-    if cfg.heads % cfg.kv_heads.max(1) != 0 || cfg.kv_heads == 0 || cfg.head_dim % 2 != 0 {
+    if !cfg.heads.is_multiple_of(cfg.kv_heads.max(1)) || cfg.kv_heads == 0 || !cfg.head_dim.is_multiple_of(2) {
         return Err(EngineError(format!("unsupported head layout {cfg:?}")).into());
     }
     let mut layers = Vec::with_capacity(cfg.layers);
