@@ -22,6 +22,7 @@ pub struct ProbeArgs {
 
 /// Run `probe`.
 pub fn run(a: &ProbeArgs) -> anyhow::Result<Code> {
+    die_with_parent();
     let text = std::fs::read_to_string(&a.spec).with_context(|| format!("reading {}", a.spec.display()))?;
     let spec: ProbeSpec =
         serde_json::from_str(&text).map_err(|e| Usage(format!("{}: not a probe spec: {e}", a.spec.display())))?;
@@ -41,6 +42,23 @@ pub fn run(a: &ProbeArgs) -> anyhow::Result<Code> {
         None => outln!("{json}"),
     }
     Ok(Code::Ok)
+}
+
+/// A probe runs in a process group of its own (so a timeout can kill what
+/// it starts); on Linux it also asks to be killed when the process that
+/// started it dies, so a sweep killed mid-measurement leaves no probe
+/// running on. Elsewhere the runner's own timeout is the only bound.
+fn die_with_parent() {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{getppid, set_parent_process_death_signal, Signal};
+        let parent = getppid();
+        let _ = set_parent_process_death_signal(Some(Signal::KILL));
+        // The parent may have died before the request was made.
+        if getppid() != parent {
+            std::process::exit(137);
+        }
+    }
 }
 
 /// Arguments of `export-gguf`.

@@ -13,23 +13,15 @@ fn plan() -> Plan {
 
 fn new_store(dir: &Path, plan: &Plan, devices: &[&crate::device::Device]) -> Store {
     let mut s = Store::open(&dir.join(FILE_NAME)).unwrap();
-    let sweep = SweepRow {
-        identity: Identity {
-            name: plan.name.clone(),
-            file: "t.toml".into(),
-            file_hash: "0".into(),
-            options: "{}".into(),
-            harness: crate::harness_version(),
-            shard: None,
-        },
-        description: None,
-        prompt_tokens: plan.workload.prompt,
-        gen_tokens: plan.workload.gen,
-        objectives: plan.objectives.clone(),
-        skipped: plan.skipped.clone(),
-        configs: plan.shapes.len(),
-        predicted_complete: false,
+    let identity = Identity {
+        name: plan.name.clone(),
+        file: "t.toml".into(),
+        file_hash: "0".into(),
+        options: "{}".into(),
+        harness: crate::harness_version(),
+        shard: None,
     };
+    let sweep = crate::sweep::sweep_row(plan, identity);
     let rows: Vec<DeviceRow> = devices
         .iter()
         .map(|d| DeviceRow { header: DeviceSummary::header(d), profile_digest: d.digest.clone() })
