@@ -4,10 +4,12 @@
 //! without predicting or measuring again.
 
 mod csv_frontier;
+pub mod html;
 mod json;
 mod markdown;
 
 pub use csv_frontier::FrontierCsv;
+pub use html::ReportHtml;
 pub use json::{ResultsJson, ResultsJsonl};
 pub use markdown::SummaryMarkdown;
 
@@ -45,6 +47,10 @@ pub struct SweepReport {
     /// Per-device summaries and all records.
     #[serde(flatten)]
     pub outcome: Outcome,
+    /// The invocations that built the store (absent for a report made
+    /// without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<crate::store::RunRow>,
 }
 
 impl SweepReport {
@@ -61,6 +67,7 @@ impl SweepReport {
             objectives: plan.objectives.clone(),
             skipped: plan.skipped.clone(),
             outcome,
+            runs: Vec::new(),
         }
     }
 }
@@ -84,6 +91,7 @@ impl SweepReport {
             objectives: sweep.objectives,
             skipped: sweep.skipped,
             outcome: store.outcome()?,
+            runs: store.runs()?,
         })
     }
 }
@@ -125,9 +133,15 @@ pub enum ReportError {
     },
 }
 
-/// The standard set: results.json, results.jsonl, frontier.csv, summary.md.
+/// The standard set: results.json, results.jsonl, frontier.csv, summary.md, report.html.
 pub fn standard() -> Vec<Box<dyn Exporter>> {
-    vec![Box::new(ResultsJson), Box::new(ResultsJsonl), Box::new(FrontierCsv), Box::new(SummaryMarkdown)]
+    vec![
+        Box::new(ResultsJson),
+        Box::new(ResultsJsonl),
+        Box::new(FrontierCsv),
+        Box::new(SummaryMarkdown),
+        Box::new(ReportHtml),
+    ]
 }
 
 /// Render every exporter and write its file into `dir` (created if needed).
