@@ -1,9 +1,9 @@
 //! The depth study: decode speed and capability against layers at about
 //! equal size, one line per device.
 
-use super::super::scatter::{render, Marker, Scatter, Series};
+use super::super::scatter::{render, Scatter};
 use super::super::studies::DepthStudy;
-use super::{point, Figure, PALETTE};
+use super::{per_device, Figure};
 use crate::record::Record;
 use crate::sweep::DeviceSummary;
 use crate::units::ParamCount;
@@ -15,31 +15,11 @@ pub fn figure(
     devices: &[DeviceSummary],
     results: &[Record],
 ) -> Result<Figure, String> {
-    let mut series = Vec::new();
-    for (i, d) in devices.iter().enumerate() {
-        let points: Vec<_> = study
-            .by_layers
-            .iter()
-            .filter_map(|(layers, id)| {
-                results.iter().find(|r| r.device == d.device && &r.config_id == id).map(|r| (layers, r))
-            })
-            .map(|(layers, r)| point(r, *layers as f64, if capability { r.capability } else { r.decode_tok_s }, 4.0))
-            .collect();
-        if points.is_empty() {
-            continue;
-        }
-        series.push(Series {
-            name: d.device.clone(),
-            color: PALETTE[i % PALETTE.len()],
-            marker: Marker::Filled,
-            line: true,
-            points,
-        });
-        if capability {
-            // The capability proxy does not depend on the device: one line says it.
-            break;
-        }
-    }
+    let picks: Vec<(f64, &str)> = study.by_layers.iter().map(|(l, id)| (*l as f64, id.as_str())).collect();
+    // The capability proxy does not depend on the device: one line says it.
+    let max = if capability { 1 } else { devices.len() };
+    let y = |r: &Record| if capability { r.capability } else { r.decode_tok_s };
+    let series = per_device(devices, results, &picks, y, true, max);
     let (title, y) = if capability {
         ("Depth study: capability against layers", "capability (proxy score)")
     } else {

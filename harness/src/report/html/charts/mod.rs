@@ -10,8 +10,9 @@ pub mod vocab;
 
 use plotters::style::RGBColor;
 
-use super::scatter::Point;
+use super::scatter::{Marker, Point, Series};
 use crate::record::Record;
+use crate::sweep::DeviceSummary;
 use crate::units::ParamCount;
 
 /// Points a chart draws at most (the page stays light on huge sweeps).
@@ -71,4 +72,39 @@ pub fn sampled(left_out: usize, shown: usize) -> String {
             shown + left_out
         )
     }
+}
+
+/// One series per device (at most `max_devices`) of the records `picks`
+/// names, each at its given x and at `y(record)`: the shape of the study charts.
+pub fn per_device(
+    devices: &[DeviceSummary],
+    results: &[Record],
+    picks: &[(f64, &str)],
+    y: impl Fn(&Record) -> f64,
+    line: bool,
+    max_devices: usize,
+) -> Vec<Series> {
+    let mut series = Vec::new();
+    for (i, d) in devices.iter().enumerate() {
+        let points: Vec<Point> = picks
+            .iter()
+            .filter_map(|(x, id)| {
+                results.iter().find(|r| r.device == d.device && r.config_id == *id).map(|r| point(r, *x, y(r), 4.0))
+            })
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        series.push(Series {
+            name: d.device.clone(),
+            color: PALETTE[i % PALETTE.len()],
+            marker: Marker::Filled,
+            line,
+            points,
+        });
+        if series.len() == max_devices {
+            break;
+        }
+    }
+    series
 }

@@ -1,9 +1,9 @@
 //! The vocabulary study: decode speed and peak memory against vocabulary
 //! size for configurations alike in everything else.
 
-use super::super::scatter::{render, Marker, Scatter, Series};
+use super::super::scatter::{render, Scatter};
 use super::super::studies::VocabStudy;
-use super::{point, Figure, PALETTE};
+use super::{per_device, Figure};
 use crate::record::Record;
 use crate::sweep::DeviceSummary;
 
@@ -14,27 +14,10 @@ pub fn figure(
     devices: &[DeviceSummary],
     results: &[Record],
 ) -> Result<Figure, String> {
-    let mut series = Vec::new();
-    for (i, d) in devices.iter().enumerate() {
-        let points: Vec<_> = study
-            .groups
-            .iter()
-            .flat_map(|g| g.iter())
-            .filter_map(|(v, id)| results.iter().find(|r| r.device == d.device && &r.config_id == id).map(|r| (v, r)))
-            .map(|(v, r)| {
-                point(r, (*v as f64).log10(), if memory { r.peak_mem_increase_mb } else { r.decode_tok_s }, 3.5)
-            })
-            .collect();
-        if !points.is_empty() {
-            series.push(Series {
-                name: d.device.clone(),
-                color: PALETTE[i % PALETTE.len()],
-                marker: Marker::Filled,
-                line: false,
-                points,
-            });
-        }
-    }
+    let picks: Vec<(f64, &str)> =
+        study.groups.iter().flat_map(|g| g.iter()).map(|(v, id)| ((*v as f64).log10(), id.as_str())).collect();
+    let y = |r: &Record| if memory { r.peak_mem_increase_mb } else { r.decode_tok_s };
+    let series = per_device(devices, results, &picks, y, false, devices.len());
     let (title, y) = if memory {
         ("Vocabulary study: peak memory against vocabulary", "peak memory increase (MB)")
     } else {
