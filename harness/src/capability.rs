@@ -38,7 +38,7 @@ pub struct ProxySettings {
     #[serde(default = "default_optimal_layers")]
     pub optimal_layers: u32,
     /// Strength of the shallow-model penalty.
-    #[serde(default = "default_penalty")]
+    #[serde(default = "default_penalty", deserialize_with = "crate::config::finite")]
     pub depth_penalty: f64,
 }
 

@@ -130,6 +130,10 @@ impl<Q: Quantity> Visitor<'_> for QuantityVisitor<Q> {
         self.visit_f64(v as f64)
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Q, E> {
+        // TOML has `nan` and `inf`; a quantity is a finite number.
+        if !v.is_finite() {
+            return Err(E::custom(format!("`{v}` is not a finite number (a {} must be one)", Q::WHAT)));
+        }
         if Q::BARE_OK {
             Ok(Q::from_base(v))
         } else {

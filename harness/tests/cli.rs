@@ -47,6 +47,40 @@ fn unit_mistake_is_an_error_with_position() {
 }
 
 #[test]
+fn non_finite_numbers_are_refused_with_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "[sweep]\nname = \"x\"\ndevices = [\"iphone-18-pro\"]\n[space]\nlayers = 28\nhidden = 896\nkv-heads = 2\nvocab = 65536\n";
+    for (extra, line, key) in [
+        ("ffn-mult = nan\n", 9, "space.ffn-mult"),
+        ("ffn-mult = [2.5, inf]\n", 9, "space.ffn-mult"),
+        ("ffn-mult = 2.5\n[space.params]\nmin = -inf\n", 11, "space.params.min"),
+        ("ffn-mult = 2.5\n[capability]\ndepth-penalty = nan\n", 11, "capability.depth-penalty"),
+    ] {
+        let f = dir.path().join("s.toml");
+        std::fs::write(&f, format!("{base}{extra}")).unwrap();
+        let a = pb().arg("sweep").arg(&f).arg("--predict-only").assert().code(2);
+        let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+        assert!(err.contains(&format!("{}:{line}:", f.display())), "{extra}: {err}");
+        assert!(err.contains("is not a finite number") && err.contains(&format!("(at key `{key}`)")), "{extra}: {err}");
+    }
+    // A device profile's numbers too: a bare fraction and a quantity.
+    let devices = dir.path().join("devices");
+    std::fs::create_dir(&devices).unwrap();
+    let ipad = std::fs::read_to_string(root().join("devices/ipad-pro-m5.toml")).unwrap();
+    for (from, to, key) in [
+        ("value = \"25%\"", "value = nan", "model.compute-efficiency.value"),
+        ("value = \"153 GB/s\"", "value = \"inf GB/s\"", "facts.bandwidth.value"),
+    ] {
+        assert!(ipad.contains(from), "{from}");
+        std::fs::write(devices.join("ipad-pro-m5.toml"), ipad.replacen(from, to, 1)).unwrap();
+        let a = pb().args(["--devices-dir", devices.to_str().unwrap(), "devices"]).assert().code(2);
+        let err = String::from_utf8_lossy(&a.get_output().stderr).to_string();
+        let refused = err.contains("is not a finite number") || err.contains("is not a valid bandwidth: no number");
+        assert!(err.contains("ipad-pro-m5.toml:") && refused && err.contains(key), "{to}: {err}");
+    }
+}
+
+#[test]
 fn syntax_error_has_a_position() {
     let f = fixture("syntax.toml");
     pb().arg("sweep")

@@ -16,9 +16,13 @@ use serde::{Deserialize, Deserializer};
 pub const MAX_AXIS_LEN: usize = 100_000;
 
 /// Values an axis may take; numbers also support ranges.
-pub trait AxisValue: Sized + Clone + DeserializeOwned {
+pub trait AxisValue: Sized + Clone + DeserializeOwned + fmt::Display {
     /// Expand `from..=to` by `step`, or explain why not.
     fn range(from: &Self, to: &Self, step: &Self) -> Result<Vec<Self>, String>;
+    /// Whether the value is usable (floats: finite; TOML allows `nan` and `inf`).
+    fn is_finite(&self) -> bool {
+        true
+    }
 }
 
 impl AxisValue for u32 {
@@ -38,6 +42,10 @@ impl AxisValue for u32 {
 }
 
 impl AxisValue for f64 {
+    fn is_finite(&self) -> bool {
+        f64::is_finite(*self)
+    }
+
     fn range(from: &f64, to: &f64, step: &f64) -> Result<Vec<f64>, String> {
         if step.is_nan() || *step <= 0.0 {
             return Err("step must be positive".into());
@@ -77,7 +85,11 @@ impl<T> Axis<T> {
 
 impl<'de, T: AxisValue> Deserialize<'de> for Axis<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(AxisVisitor(PhantomData))
+        let axis: Axis<T> = d.deserialize_any(AxisVisitor(PhantomData))?;
+        match axis.0.iter().find(|v| !v.is_finite()) {
+            Some(v) => Err(de::Error::custom(format!("`{v}` is not a finite number"))),
+            None => Ok(axis),
+        }
     }
 }
 
