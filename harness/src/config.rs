@@ -79,6 +79,17 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Deserialize an `f64` that must be finite (TOML allows `nan` and `inf`),
+/// for plain number fields: `#[serde(deserialize_with = "crate::config::finite")]`.
+pub fn finite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = <f64 as serde::Deserialize>::deserialize(d)?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!("`{v}` is not a finite number")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,16 +124,5 @@ mod tests {
     fn syntax_errors_have_positions() {
         let e = parse::<Top>(Path::new("x.toml"), "[inner\n").unwrap_err();
         assert_eq!(e.line, Some(1));
-    }
-}
-
-/// Deserialize an `f64` that must be finite (TOML allows `nan` and `inf`),
-/// for plain number fields: `#[serde(deserialize_with = "crate::config::finite")]`.
-pub fn finite<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let v = <f64 as serde::Deserialize>::deserialize(d)?;
-    if v.is_finite() {
-        Ok(v)
-    } else {
-        Err(serde::de::Error::custom(format!("`{v}` is not a finite number")))
     }
 }
