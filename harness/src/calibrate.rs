@@ -322,8 +322,12 @@ pub fn write_back(device: &Device, cal: &Calibration) -> Result<(), CalibrationE
 }
 
 /// Write via a temporary file and rename, so a crash never leaves half a file.
+/// The temporary name keeps the whole file name (`results.json.tmp~`), so two
+/// files that differ only in extension can be written at once.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp~");
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp~");
+    let tmp = path.with_file_name(name);
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
 }

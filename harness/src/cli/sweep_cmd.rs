@@ -244,8 +244,8 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     let m = measuring.then_some(sweep::Measuring { settings: &settings, runners: &runners });
     let result = sweep::execute(&mut store, &plan, &devs, scores.as_ref(), identity, m, &mut reporter);
     store.finish_run(if result.is_ok() { "finished" } else { "failed" }).map_err(pocketbench::Error::from)?;
-    result.map_err(pocketbench::Error::from)?;
-    let report = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
+    let outcome = result.map_err(pocketbench::Error::from)?;
+    let report = SweepReport::with_outcome(&store, outcome).map_err(pocketbench::Error::from)?;
     for p in report::write_all(&out, &report, &report::standard()).context("writing the sweep report")? {
         reporter.report(&Event::Wrote { path: p });
     }

@@ -3,7 +3,12 @@
 
 use super::{Exporter, ReportError, SweepReport};
 
-/// Writes the report data as pretty JSON.
+/// Records up to which `results.json` is pretty-printed; larger sweeps write
+/// it compact (the same data), which halves the time a 100,000-record
+/// export takes. `jq .` pretty-prints either.
+pub const PRETTY_UP_TO: usize = 10_000;
+
+/// Writes the report data as JSON.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ResultsJson;
 
@@ -12,8 +17,12 @@ impl Exporter for ResultsJson {
         "results.json"
     }
     fn render(&self, report: &SweepReport) -> Result<String, ReportError> {
-        let mut s = serde_json::to_string_pretty(report)
-            .map_err(|e| ReportError::Render { what: "results.json", message: e.to_string() })?;
+        let json = if report.outcome.results.len() <= PRETTY_UP_TO {
+            serde_json::to_string_pretty(report)
+        } else {
+            serde_json::to_string(report)
+        };
+        let mut s = json.map_err(|e| ReportError::Render { what: "results.json", message: e.to_string() })?;
         s.push('\n');
         Ok(s)
     }

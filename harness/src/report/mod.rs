@@ -76,6 +76,12 @@ impl SweepReport {
     /// Everything the store holds, as a report: the pure function every
     /// export is rendered from (`pocketbench report OUT`).
     pub fn from_store(store: &crate::store::Store) -> Result<Self, crate::store::StoreError> {
+        Self::with_outcome(store, store.outcome()?)
+    }
+
+    /// [`SweepReport::from_store`] with the store's outcome already read
+    /// (a sweep has it in hand when it finishes).
+    pub fn with_outcome(store: &crate::store::Store, outcome: Outcome) -> Result<Self, crate::store::StoreError> {
         let sweep = store.sweep()?.ok_or_else(|| crate::store::StoreError::Corrupt {
             path: store.path().to_path_buf(),
             message: "no sweep recorded in it".into(),
@@ -90,14 +96,14 @@ impl SweepReport {
             gen_tokens: sweep.gen_tokens,
             objectives: sweep.objectives,
             skipped: sweep.skipped,
-            outcome: store.outcome()?,
+            outcome,
             runs: store.runs()?,
         })
     }
 }
 
 /// An output format.
-pub trait Exporter {
+pub trait Exporter: Sync {
     /// File name inside the output directory.
     fn file_name(&self) -> &'static str;
     /// Render the report.
@@ -133,35 +139,67 @@ pub enum ReportError {
     },
 }
 
-/// The standard set: results.json, results.jsonl, frontier.csv, summary.md, report.html.
+/// The standard set: report.html, results.json, results.jsonl, frontier.csv,
+/// summary.md (the costliest first, so parallel rendering ends together).
 pub fn standard() -> Vec<Box<dyn Exporter>> {
     vec![
+        Box::new(ReportHtml),
         Box::new(ResultsJson),
         Box::new(ResultsJsonl),
         Box::new(FrontierCsv),
         Box::new(SummaryMarkdown),
-        Box::new(ReportHtml),
     ]
 }
 
-/// Render every exporter and write its file into `dir` (created if needed).
-/// Each file is written to a temporary name and renamed, so an interrupted
-/// run never leaves a half-written report.
+/// Render every exporter and write its file into `dir` (created if needed),
+/// the exporters spread over the machine's cores. Each file is written to a
+/// temporary name and renamed, so an interrupted run never leaves a
+/// half-written report.
 pub fn write_all(
     dir: &Path,
     report: &SweepReport,
     exporters: &[Box<dyn Exporter>],
 ) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Io { path: dir.to_path_buf(), source })?;
-    let mut written = Vec::new();
-    for e in exporters {
+    let one = |e: &dyn Exporter| -> Result<PathBuf, ReportError> {
         let text = e.render(report)?;
         let path = dir.join(e.file_name());
         crate::calibrate::write_atomic(&path, text.as_bytes())
             .map_err(|source| ReportError::Io { path: path.clone(), source })?;
-        written.push(path);
-    }
-    Ok(written)
+        Ok(path)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, exporters.len().max(1));
+    // Each thread takes the next exporter not yet taken, in the given order
+    // (the costliest first in `standard`).
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<PathBuf, ReportError>>> = (0..exporters.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(e) = exporters.get(i) else { return done };
+                        done.push((i, one(e.as_ref())));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, r) in h.join().unwrap_or_default() {
+                results[i] = Some(r);
+            }
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(ReportError::Render { what: "report", message: "an exporter thread panicked".into() })
+            })
+        })
+        .collect()
 }
 
 /// Read a `results.json` back.

@@ -42,7 +42,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Provenance, Record};
-use crate::sweep::{mark_frontier, DeviceSummary, FailedMeasurement, Outcome};
+use crate::sweep::{DeviceSummary, FailedMeasurement, Outcome};
 
 /// The store's file name inside an output folder.
 pub const FILE_NAME: &str = "pocketbench.db";
@@ -209,6 +209,8 @@ impl Store {
             conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| sqlite(path, e))?;
             conn.pragma_update(None, "synchronous", "FULL").map_err(|e| sqlite(path, e))?;
             conn.pragma_update(None, "foreign_keys", "ON").map_err(|e| sqlite(path, e))?;
+            // 64 MiB of page cache: a 100,000-record batch keeps its index pages in memory.
+            conn.pragma_update(None, "cache_size", -65_536).map_err(|e| sqlite(path, e))?;
             conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| sqlite(path, e))?;
             for (v, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
                 let tx = conn.unchecked_transaction().map_err(|e| sqlite(path, e))?;
@@ -475,7 +477,10 @@ impl Store {
     }
 
     /// Write predicted records, [`BATCH`] per transaction. `calibration`
-    /// gives each device's profile digest and parameters (JSON).
+    /// gives each device's profile digest and parameters (JSON). Predictions
+    /// are cheap to redo, so a run killed while writing them leaves a store
+    /// whose sweep is not `predicted_complete`, and the next run writes them
+    /// again: [`Store::clear_predicted`] first.
     pub fn insert_predicted(
         &mut self,
         records: &[Record],
@@ -484,7 +489,7 @@ impl Store {
         let path = self.path.clone();
         let run = self.run_id();
         let e = |x| sqlite(&path, x);
-        let sql = insert_sql();
+        let sql = insert_sql().replacen("INSERT OR REPLACE", "INSERT", 1);
         for chunk in records.chunks(BATCH) {
             let tx = self.conn.transaction().map_err(e)?;
             {
@@ -500,12 +505,18 @@ impl Store {
                             id
                         }
                     };
-                    let values = rows::result_values(rec, run, cal, "");
-                    st.execute(rusqlite::params_from_iter(values)).map_err(e)?;
+                    rows::insert_record(&mut st, rec, run, cal, "").map_err(e)?;
                 }
             }
             tx.commit().map_err(e)?;
         }
+        Ok(())
+    }
+
+    /// Remove every stored prediction (before predicting again after an
+    /// interrupted run; measurements and failures stay).
+    pub fn clear_predicted(&mut self) -> Result<(), StoreError> {
+        self.conn.execute("DELETE FROM results WHERE provenance = 'predicted'", []).map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -528,8 +539,7 @@ impl Store {
         let e = |x| sqlite(&path, x);
         let tx = self.conn.transaction().map_err(e)?;
         let cal = Store::calibration_id(&tx, &rec.device, &calibration.0, rec, &calibration.1).map_err(e)?;
-        tx.execute(&insert_sql(), rusqlite::params_from_iter(rows::result_values(rec, run, cal, job_key)))
-            .map_err(e)?;
+        rows::insert_record(&mut tx.prepare_cached(&insert_sql()).map_err(e)?, rec, run, cal, job_key).map_err(e)?;
         let id = tx.last_insert_rowid();
         if let Some(m) = &rec.measurement {
             let mut st = tx
@@ -682,21 +692,9 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// Every measured record with its job key, oldest first.
+    /// Every measured record with its job key, in plan order, oldest first.
     pub fn measured_with_keys(&self) -> Result<Vec<(Record, String)>, StoreError> {
-        let keys: Vec<String> = {
-            let mut st = self
-                .conn
-                .prepare(
-                    "SELECT r.job_key FROM results r JOIN configurations c ON c.id = r.config_id \
-                     JOIN devices d ON d.id = r.device WHERE r.provenance = 'measured' \
-                     ORDER BY d.position, c.params_total, c.id, r.id",
-                )
-                .map_err(|e| self.err(e))?;
-            let rows = st.query_map([], |r| r.get(0)).map_err(|e| self.err(e))?;
-            rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?
-        };
-        Ok(self.records(Provenance::Measured)?.into_iter().zip(keys).collect())
+        self.query_rows("r.provenance = ?1", &[&"measured"])
     }
 
     /// Every failure with its job key.
@@ -758,17 +756,35 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    fn query_records(&self, cond: &str, p: &[&dyn rusqlite::ToSql]) -> Result<Vec<Record>, StoreError> {
+    /// Records matching `cond` with their job keys, device by device in
+    /// plan order (parameters, then id), oldest first within a pair. Sorted
+    /// here rather than by SQL: an ORDER BY over a join of 100,000 wide rows
+    /// cost SQLite half a second.
+    fn query_rows(&self, cond: &str, p: &[&dyn rusqlite::ToSql]) -> Result<Vec<(Record, String)>, StoreError> {
         let cals = self.calibrations()?;
+        let position: HashMap<String, usize> =
+            self.devices()?.into_iter().enumerate().map(|(i, d)| (d.header.device, i)).collect();
         let sql = format!(
-            "SELECT {} FROM results r JOIN configurations c ON c.id = r.config_id \
-             JOIN devices d ON d.id = r.device WHERE {cond} ORDER BY d.position, c.params_total, c.id, r.id",
+            "SELECT {}, r.job_key FROM results r JOIN configurations c ON c.id = r.config_id WHERE {cond} ORDER BY r.id",
             rows::select_list()
         );
         let mut st = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = st.query_map(p, |r| rows::record_from_row(r, &cals)).map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(|e| StoreError::Corrupt { path: self.path.clone(), message: e.to_string() })
+        let key_at = rows::RESULT_COLUMNS.len() + 12;
+        let rows = st
+            .query_map(p, |r| Ok((rows::record_from_row(r, &cals)?, r.get::<_, String>(key_at)?)))
+            .map_err(|e| self.err(e))?;
+        let mut out: Vec<(Record, String)> = rows
+            .collect::<Result<_, _>>()
+            .map_err(|e| StoreError::Corrupt { path: self.path.clone(), message: e.to_string() })?;
+        out.sort_by(|(a, _), (b, _)| {
+            let pos = |r: &Record| position.get(&r.device).copied().unwrap_or(usize::MAX);
+            pos(a).cmp(&pos(b)).then(a.params_total.cmp(&b.params_total)).then_with(|| a.config_id.cmp(&b.config_id))
+        });
+        Ok(out)
+    }
+
+    fn query_records(&self, cond: &str, p: &[&dyn rusqlite::ToSql]) -> Result<Vec<Record>, StoreError> {
+        Ok(self.query_rows(cond, p)?.into_iter().map(|(r, _)| r).collect())
     }
 
     /// Every stored record of a provenance, device-major in plan order.
@@ -790,31 +806,28 @@ impl Store {
             path: self.path.clone(),
             message: "no sweep recorded in it".into(),
         })?;
-        let mut results = self.records(Provenance::Predicted)?;
-        let mut at: HashMap<(String, String), usize> = HashMap::with_capacity(results.len());
-        for (i, r) in results.iter().enumerate() {
-            at.insert((r.device.clone(), r.config_id.clone()), i);
-        }
-        // Newest last: a later measurement of the same pair replaces an earlier one.
+        let devices = self.devices()?;
+        let index: HashMap<&str, usize> =
+            devices.iter().enumerate().map(|(i, d)| (d.header.device.as_str(), i)).collect();
+        let mut per_device: Vec<Vec<Record>> = vec![Vec::new(); devices.len()];
+        let mut at: Vec<HashMap<String, usize>> = vec![HashMap::new(); devices.len()];
+        // Predictions first, then measurements oldest to newest: a later
+        // measurement of the same pair replaces an earlier one.
         let measurements = if measured { self.records(Provenance::Measured)? } else { Vec::new() };
-        for m in measurements {
-            match at.get(&(m.device.clone(), m.config_id.clone())) {
-                Some(i) => results[*i] = m,
+        for r in self.records(Provenance::Predicted)?.into_iter().chain(measurements) {
+            let Some(&d) = index.get(r.device.as_str()) else { continue };
+            match at[d].get(&r.config_id) {
+                Some(&i) => per_device[d][i] = r,
                 None => {
-                    at.insert((m.device.clone(), m.config_id.clone()), results.len());
-                    results.push(m);
+                    at[d].insert(r.config_id.clone(), per_device[d].len());
+                    per_device[d].push(r);
                 }
             }
         }
-        let mut devices = Vec::new();
-        let mut ordered = Vec::with_capacity(results.len());
-        for d in self.devices()? {
-            let mut recs: Vec<Record> = results.iter().filter(|r| r.device == d.header.device).cloned().collect();
-            devices.push(mark_frontier(&mut recs, &d.header, &sweep.objectives));
-            ordered.extend(recs);
-        }
+        let headers: Vec<DeviceSummary> = devices.into_iter().map(|d| d.header).collect();
+        let (summaries, per_device) = crate::sweep::frontiers(per_device, &headers, &sweep.objectives);
         let failures = if measured { self.failures()? } else { Vec::new() };
-        Ok(Outcome { devices, results: ordered, failures })
+        Ok(Outcome { devices: summaries, results: per_device.into_iter().flatten().collect(), failures })
     }
 
     /// Store each record's frontier flag as `outcome` has it.

@@ -5,13 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rusqlite::types::Value;
 use rusqlite::Row;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::arch::Shape;
-use crate::budget::{Verdict, Verdicts};
+use crate::budget::{Status, Verdict, Verdicts};
 use crate::record::{Provenance, Record};
 
 /// The `results` columns a record is written to, in order.
@@ -66,74 +65,81 @@ pub(super) fn name_of<T: Serialize>(v: &T) -> String {
     }
 }
 
-/// The enum named `s`.
-pub(super) fn from_name<T: DeserializeOwned>(s: &str) -> rusqlite::Result<T> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| conversion(format!("`{s}`: {e}")))
-}
-
 pub(super) fn conversion(message: String) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, message.into())
 }
 
-fn verdict_values(v: &Verdict) -> [Value; 4] {
-    [Value::Text(name_of(&v.status)), Value::Real(v.value), opt(v.limit), opt(v.margin)]
+fn status(v: &Verdict) -> &'static str {
+    match v.status {
+        Status::Pass => "pass",
+        Status::Fail => "fail",
+        Status::NotApplicable => "not-applicable",
+    }
 }
 
-fn opt(v: Option<f64>) -> Value {
-    v.map_or(Value::Null, Value::Real)
+fn provenance(p: Provenance) -> &'static str {
+    match p {
+        Provenance::Predicted => "predicted",
+        Provenance::Measured => "measured",
+    }
 }
 
-/// The values of [`RESULT_COLUMNS`] for `rec`. `methods` are written only
-/// for measurements (predictions read their calibration's).
-pub(super) fn result_values(rec: &Record, run_id: Option<i64>, calibration_id: i64, job_key: &str) -> Vec<Value> {
+/// Write `rec` with a prepared insert of [`RESULT_COLUMNS`]. `methods` are
+/// written only for measurements (predictions read their calibration's).
+/// Borrowed parameters: a 100,000-record sweep writes without a copy per row.
+pub(super) fn insert_record(
+    st: &mut rusqlite::CachedStatement<'_>,
+    rec: &Record,
+    run_id: Option<i64>,
+    calibration_id: i64,
+    job_key: &str,
+) -> rusqlite::Result<usize> {
     let measured = rec.provenance == Provenance::Measured;
-    let json = |v: &dyn erased::Json| Value::Text(v.json());
-    let mut v = vec![
-        run_id.map_or(Value::Null, Value::Integer),
-        Value::Text(rec.config_id.clone()),
-        Value::Text(rec.device.clone()),
-        Value::Text(rec.engine.clone()),
-        Value::Integer(rec.prompt_tokens.into()),
-        Value::Integer(rec.gen_tokens.into()),
-        Value::Text(name_of(&rec.provenance)),
-        Value::Text(job_key.to_string()),
-        Value::Text(rec.produced_by.clone()),
-        Value::Integer(calibration_id),
-        if measured { json(&rec.methods) } else { Value::Null },
-        Value::Integer(rec.params_total as i64),
-        Value::Integer(rec.params_non_embedding as i64),
-        Value::Integer(rec.package_bytes as i64),
-        Value::Integer(rec.weight_bytes_per_token as i64),
-        Value::Integer(rec.kv_bytes_per_token as i64),
-        Value::Real(rec.decode_tok_s),
-        Value::Real(rec.prefill_tok_s),
-        Value::Real(rec.ttft_ms),
-        Value::Real(rec.peak_mem_increase_mb),
-        Value::Real(rec.package_mb),
-        Value::Real(rec.energy_j_per_run),
-        opt(rec.battery_fraction_per_run),
-        Value::Real(rec.capability),
-        Value::Text(rec.capability_source.clone()),
-    ];
-    for verdict in [&rec.budgets.decode, &rec.budgets.memory, &rec.budgets.energy] {
-        v.extend(verdict_values(verdict));
-    }
-    v.push(Value::Integer(rec.feasible.into()));
-    v.push(Value::Integer(rec.on_frontier.into()));
-    v.push(rec.measurement.as_ref().map_or(Value::Null, |m| json(m.as_ref())));
-    v
-}
-
-/// Serialisation to JSON text without naming each type.
-mod erased {
-    pub trait Json {
-        fn json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> String {
-            serde_json::to_string(self).unwrap_or_default()
-        }
-    }
+    let methods = measured.then(|| serde_json::to_string(&rec.methods).unwrap_or_default());
+    let measurement = rec.measurement.as_ref().map(|m| serde_json::to_string(m.as_ref()).unwrap_or_default());
+    let (d, m, e) = (&rec.budgets.decode, &rec.budgets.memory, &rec.budgets.energy);
+    st.execute(rusqlite::params![
+        run_id,
+        rec.config_id,
+        rec.device,
+        rec.engine,
+        rec.prompt_tokens,
+        rec.gen_tokens,
+        provenance(rec.provenance),
+        job_key,
+        rec.produced_by,
+        calibration_id,
+        methods,
+        rec.params_total as i64,
+        rec.params_non_embedding as i64,
+        rec.package_bytes as i64,
+        rec.weight_bytes_per_token as i64,
+        rec.kv_bytes_per_token as i64,
+        rec.decode_tok_s,
+        rec.prefill_tok_s,
+        rec.ttft_ms,
+        rec.peak_mem_increase_mb,
+        rec.package_mb,
+        rec.energy_j_per_run,
+        rec.battery_fraction_per_run,
+        rec.capability,
+        rec.capability_source,
+        status(d),
+        d.value,
+        d.limit,
+        d.margin,
+        status(m),
+        m.value,
+        m.limit,
+        m.margin,
+        status(e),
+        e.value,
+        e.limit,
+        e.margin,
+        rec.feasible,
+        rec.on_frontier,
+        measurement,
+    ])
 }
 
 /// What a calibration row gives every record that points at it.
@@ -150,9 +156,26 @@ pub(super) fn select_list() -> String {
     format!("{}, {shape}", cols.join(", "))
 }
 
+fn status_of(s: &str) -> rusqlite::Result<Status> {
+    match s {
+        "pass" => Ok(Status::Pass),
+        "fail" => Ok(Status::Fail),
+        "not-applicable" => Ok(Status::NotApplicable),
+        other => Err(conversion(format!("unknown verdict `{other}`"))),
+    }
+}
+
+fn provenance_of(s: &str) -> rusqlite::Result<Provenance> {
+    match s {
+        "predicted" => Ok(Provenance::Predicted),
+        "measured" => Ok(Provenance::Measured),
+        other => Err(conversion(format!("unknown provenance `{other}`"))),
+    }
+}
+
 fn verdict(row: &Row, at: usize) -> rusqlite::Result<Verdict> {
     Ok(Verdict {
-        status: from_name(&row.get::<_, String>(at)?)?,
+        status: status_of(row.get_ref(at)?.as_str()?)?,
         value: row.get(at + 1)?,
         limit: row.get(at + 2)?,
         margin: row.get(at + 3)?,
@@ -194,7 +217,7 @@ pub(super) fn record_from_row(row: &Row, calibrations: &HashMap<i64, Calibration
         config_name: row.get(n + 11)?,
         device: row.get(2)?,
         engine: row.get(3)?,
-        provenance: from_name(&row.get::<_, String>(6)?)?,
+        provenance: provenance_of(row.get_ref(6)?.as_str()?)?,
         produced_by: row.get(8)?,
         calibration: cal.label.clone(),
         methods,

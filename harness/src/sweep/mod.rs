@@ -15,7 +15,7 @@ pub use measure::{
     MeasurePlanError, MeasureSettings, Selection,
 };
 pub use plan::{Plan, PlanOptions, Shard};
-pub use run::{mark_frontier, run, DeviceSummary, Outcome};
+pub use run::{frontiers, mark_frontier, run, DeviceSummary, Outcome};
 pub use session::{execute, sweep_row, Measuring};
 pub use spec::*;
 

@@ -64,23 +64,72 @@ pub fn run(plan: &Plan, devices: &[&Device], scores: Option<&Scores>, reporter: 
         }
     }
     let caps: Vec<_> = plan.shapes.iter().map(|(s, a)| capability(s, a, &plan.proxy, scores)).collect();
-    let mut results = Vec::with_capacity(plan.shapes.len() * devices.len());
-    let mut summaries = Vec::with_capacity(devices.len());
-    for device in devices {
-        let mut recs: Vec<Record> =
-            plan.shapes.iter().zip(&caps).map(|((s, a), c)| predicted(s, a, device, &plan.workload, c)).collect();
-        let summary = mark_frontier(&mut recs, &DeviceSummary::header(device), &plan.objectives);
+    // One device per thread: predictions are independent.
+    let per_device: Vec<Vec<Record>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = devices
+            .iter()
+            .map(|device| {
+                let caps = &caps;
+                scope.spawn(move || {
+                    plan.shapes.iter().zip(caps).map(|((s, a), c)| predicted(s, a, device, &plan.workload, c)).collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    let headers: Vec<DeviceSummary> = devices.iter().map(|d| DeviceSummary::header(d)).collect();
+    let (summaries, per_device) = frontiers(per_device, &headers, &plan.objectives);
+    for summary in &summaries {
         reporter.report(&Event::Predicted {
-            device: device.id().to_string(),
+            device: summary.device.clone(),
             configs: summary.configs,
             feasible: summary.feasible,
             frontier: summary.frontier,
             stored: false,
         });
-        summaries.push(summary);
-        results.extend(recs);
     }
+    let results = per_device.into_iter().flatten().collect();
     Outcome { devices: summaries, results, failures: Vec::new() }
+}
+
+/// [`mark_frontier`] for every device's records at once, the devices spread
+/// over the machine's cores (a frontier of thousands of points in four
+/// objectives is the costly part of a large sweep's summary).
+pub fn frontiers(
+    per_device: Vec<Vec<Record>>,
+    headers: &[DeviceSummary],
+    objectives: &[Objective],
+) -> (Vec<DeviceSummary>, Vec<Vec<Record>>) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(per_device.len()).max(1);
+    let mut jobs: Vec<(usize, Vec<Record>)> = per_device.into_iter().enumerate().collect();
+    let mut done: Vec<(usize, DeviceSummary, Vec<Record>)> = Vec::with_capacity(jobs.len());
+    // Largest first, dealt round-robin, so the threads finish together.
+    jobs.sort_by_key(|(_, r)| std::cmp::Reverse(r.len()));
+    let mut shares: Vec<Vec<(usize, Vec<Record>)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (k, job) in jobs.into_iter().enumerate() {
+        shares[k % threads].push(job);
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                scope.spawn(move || {
+                    share
+                        .into_iter()
+                        .map(|(i, mut recs)| {
+                            let s = mark_frontier(&mut recs, &headers[i], objectives);
+                            (i, s, recs)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            done.extend(h.join().unwrap_or_default());
+        }
+    });
+    done.sort_by_key(|(i, _, _)| *i);
+    done.into_iter().map(|(_, s, r)| (s, r)).unzip()
 }
 
 /// Normalised "more is better" coordinates of a record (see [`crate::pareto`]).

@@ -123,6 +123,7 @@ pub fn execute(
     } else {
         let o = run(plan, devices, scores, reporter);
         let by_id = |id: &str| devices.iter().find(|d| d.id() == id).map(|d| calibration_of(d)).unwrap_or_default();
+        store.clear_predicted()?;
         store.insert_predicted(&o.results, &by_id)?;
         store.set_predicted_complete()?;
         o
