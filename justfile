@@ -30,9 +30,13 @@ compare-llama-bench preset="mnn-pocket-0.3b" rounds="6":
       done; \
     done
 
-# Re-render frontier.csv and summary.md from a stored results.json.
-report results="reports/pocket/results.json":
-    cargo run --release -- report {{results}}
+# Re-render every export (report.html included) of a sweep from its store.
+report out="reports/pocket":
+    cargo run --release -- report {{out}}
+
+# Predict, store and render a 100,000-record sweep, printing the split.
+bench-store:
+    cargo bench -p pocketbench --bench store
 
 # Formatting and lints, as CI runs them.
 lint:

@@ -298,3 +298,25 @@ fn every_invalid_profile_and_key_is_reported_at_once() {
         assert!(stderr.contains(want), "missing `{want}` in:\n{stderr}");
     }
 }
+
+#[test]
+fn an_out_that_is_a_file_or_a_newer_store_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-a-folder");
+    std::fs::write(&file, "keep me").unwrap();
+    pb().args(["sweep", "sweeps/quick.toml", "--predict-only", "--out"])
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--out names a file"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    let out = dir.path().join("out");
+    pb().args(["sweep", "sweeps/quick.toml", "--predict-only", "-q", "--out"]).arg(&out).assert().code(0);
+    let db = out.join("pocketbench.db");
+    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    for args in [&["sweep", "sweeps/quick.toml", "--predict-only", "--out"][..], &["report"][..]] {
+        pb().args(args).arg(&out).assert().code(2).stderr(predicate::str::contains("store schema version 99 is newer"));
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), before, "nothing stored was changed");
+}
