@@ -99,8 +99,9 @@ pub enum Failure {
     },
 }
 
-/// Measures configurations on one device.
-pub trait Runner {
+/// Measures configurations on one device. `Send + Sync`: a sweep measures
+/// its devices in parallel, one thread per runner.
+pub trait Runner: Send + Sync {
     /// Device id.
     fn device(&self) -> &str;
     /// What will measure through `engine` here, as far as it is known before

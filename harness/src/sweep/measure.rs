@@ -5,6 +5,8 @@
 //! killed sweep resumes without redoing or losing finished work. A failure
 //! is stored too and kept on resume unless the caller asks to retry it.
 
+use std::sync::Mutex;
+
 use serde::{Deserialize, Serialize};
 
 use super::{Outcome, Plan};
@@ -156,9 +158,11 @@ pub fn profile_digest(device: &Device) -> String {
     format!("{:016x}", crate::fnv1a(text.as_bytes()))
 }
 
-/// Measure candidates on every device that has a runner, one job at a time
-/// per device, committing each result (or failure) to `store` as it lands.
-/// `predicted` is the predicted outcome the candidates are chosen from.
+/// Measure candidates on every device that has a runner, committing each
+/// result (or failure) to `store` as it lands. Devices measure in parallel,
+/// one thread each, and each device one job at a time (a phone measures one
+/// thing at a time; the host one configuration at a time). `predicted` is
+/// the predicted outcome the candidates are chosen from.
 pub fn measure(
     plan: &Plan,
     predicted: &Outcome,
@@ -166,89 +170,111 @@ pub fn measure(
     runners: &[Box<dyn Runner>],
     settings: &MeasureSettings,
     store: &mut Store,
-    reporter: &mut dyn Reporter,
+    reporter: &mut (dyn Reporter + Send),
 ) -> Result<(), StoreError> {
-    for runner in runners {
-        let Some(device) = devices.iter().find(|d| d.id() == runner.device()) else { continue };
-        let recs: Vec<&Record> = predicted.results.iter().filter(|r| r.device == device.id()).collect();
-        let ids = candidates(&recs, settings.selection);
-        let total = ids.len();
-        reporter.report(&Event::MeasurePlanned { device: device.id().into(), total });
-        for (i, id) in ids.iter().enumerate() {
-            let Some((shape, acct)) = plan.shapes.iter().find(|(s, _)| s.id() == *id) else { continue };
-            let config = shape.to_string();
-            let job = match settings.job.job(device, *shape, plan.workload) {
-                Ok(j) => j,
-                // `validate` refuses these before a sweep starts; a caller that
-                // skipped it still gets a recorded failure, not a crash.
-                Err(e) => {
-                    let f = FailedMeasurement {
-                        config_id: id.clone(),
-                        config_name: config.clone(),
-                        device: device.id().into(),
-                        attempts: 0,
-                        failure: Failure::Refused { reason: e.to_string() },
-                    };
-                    store.insert_failure(&f, "")?;
-                    continue;
-                }
-            };
-            let key = job_key(device, &runner.build(job.engine), &job);
-            if store.measured(device.id(), id, &key)?.is_some() {
-                reporter.report(&Event::Resumed { device: device.id().into(), config });
+    let store = Mutex::new(store);
+    let reporter = Mutex::new(reporter);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            runners
+                .iter()
+                .filter_map(|runner| {
+                    let device = *devices.iter().find(|d| d.id() == runner.device())?;
+                    let (store, reporter) = (&store, &reporter);
+                    Some(scope.spawn(move || {
+                        measure_device(plan, predicted, device, runner.as_ref(), settings, store, reporter)
+                    }))
+                })
+                .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(Ok(()))).collect::<Result<Vec<()>, _>>().map(|_| ())
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A thread that panicked holding the lock left the store as SQLite keeps
+    // it (each write is its own transaction): the data is still sound.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One device's candidates, in order.
+fn measure_device(
+    plan: &Plan,
+    predicted: &Outcome,
+    device: &Device,
+    runner: &dyn Runner,
+    settings: &MeasureSettings,
+    store: &Mutex<&mut Store>,
+    reporter: &Mutex<&mut (dyn Reporter + Send)>,
+) -> Result<(), StoreError> {
+    let report = |e: &Event| lock(reporter).report(e);
+    let recs: Vec<&Record> = predicted.results.iter().filter(|r| r.device == device.id()).collect();
+    let ids = candidates(&recs, settings.selection);
+    let total = ids.len();
+    report(&Event::MeasurePlanned { device: device.id().into(), total });
+    for (i, id) in ids.iter().enumerate() {
+        let Some((shape, acct)) = plan.shapes.iter().find(|(s, _)| s.id() == *id) else { continue };
+        let config = shape.to_string();
+        let job = match settings.job.job(device, *shape, plan.workload) {
+            Ok(j) => j,
+            // `validate` refuses these before a sweep starts; a caller that
+            // skipped it still gets a recorded failure, not a crash.
+            Err(e) => {
+                let f = FailedMeasurement {
+                    config_id: id.clone(),
+                    config_name: config.clone(),
+                    device: device.id().into(),
+                    attempts: 0,
+                    failure: Failure::Refused { reason: e.to_string() },
+                };
+                lock(store).insert_failure(&f, "")?;
                 continue;
             }
-            if !settings.retry_failed {
-                if let Some(f) = store.failure(device.id(), id, &key)? {
-                    reporter.report(&Event::KeptFailure {
-                        device: device.id().into(),
-                        config,
-                        reason: f.failure.to_string(),
-                    });
-                    continue;
-                }
+        };
+        let key = job_key(device, &runner.build(job.engine), &job);
+        if lock(store).measured(device.id(), id, &key)?.is_some() {
+            report(&Event::Resumed { device: device.id().into(), config });
+            continue;
+        }
+        if !settings.retry_failed {
+            if let Some(f) = lock(store).failure(device.id(), id, &key)? {
+                report(&Event::KeptFailure { device: device.id().into(), config, reason: f.failure.to_string() });
+                continue;
             }
-            reporter.report(&Event::Measuring {
-                device: device.id().into(),
-                config: config.clone(),
-                index: i + 1,
-                total,
-            });
-            let cap = recs
-                .iter()
-                .find(|r| r.config_id == *id)
-                .map(|r| crate::capability::Capability { score: r.capability, source: r.capability_source.clone() })
-                .unwrap_or(crate::capability::Capability { score: 0.0, source: "unknown".into() });
-            let result = measure_with_retries(runner.as_ref(), &job, settings.retries).and_then(|(probe, n)| {
-                measured(shape, acct, device, probe, &cap)
-                    .map_err(|e| (Failure::BadOutput { reason: e.to_string() }, n))
-            });
-            match result {
-                Ok(rec) => {
-                    store.insert_measured(&rec, &key, calibration_of(device))?;
-                    reporter.report(&Event::Measured {
-                        device: device.id().into(),
-                        config,
-                        decode_tok_s: rec.decode_tok_s,
-                        peak_mem_mb: rec.peak_mem_increase_mb,
-                    });
-                }
-                Err((failure, attempts)) => {
-                    reporter.report(&Event::Failed {
-                        device: device.id().into(),
-                        config: config.clone(),
-                        reason: failure.to_string(),
-                        attempts,
-                    });
-                    let f = FailedMeasurement {
-                        config_id: id.clone(),
-                        config_name: config,
-                        device: device.id().into(),
-                        attempts,
-                        failure,
-                    };
-                    store.insert_failure(&f, &key)?;
-                }
+        }
+        report(&Event::Measuring { device: device.id().into(), config: config.clone(), index: i + 1, total });
+        let cap = recs
+            .iter()
+            .find(|r| r.config_id == *id)
+            .map(|r| crate::capability::Capability { score: r.capability, source: r.capability_source.clone() })
+            .unwrap_or(crate::capability::Capability { score: 0.0, source: "unknown".into() });
+        let result = measure_with_retries(runner, &job, settings.retries).and_then(|(probe, n)| {
+            measured(shape, acct, device, probe, &cap).map_err(|e| (Failure::BadOutput { reason: e.to_string() }, n))
+        });
+        match result {
+            Ok(rec) => {
+                lock(store).insert_measured(&rec, &key, calibration_of(device))?;
+                report(&Event::Measured {
+                    device: device.id().into(),
+                    config,
+                    decode_tok_s: rec.decode_tok_s,
+                    peak_mem_mb: rec.peak_mem_increase_mb,
+                });
+            }
+            Err((failure, attempts)) => {
+                report(&Event::Failed {
+                    device: device.id().into(),
+                    config: config.clone(),
+                    reason: failure.to_string(),
+                    attempts,
+                });
+                let f = FailedMeasurement {
+                    config_id: id.clone(),
+                    config_name: config,
+                    device: device.id().into(),
+                    attempts,
+                    failure,
+                };
+                lock(store).insert_failure(&f, &key)?;
             }
         }
     }
@@ -277,11 +303,11 @@ mod tests {
     use super::*;
     use crate::device::Devices;
     use crate::event::Collect;
-    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     /// A device that is never there.
     struct Gone {
-        calls: Cell<u32>,
+        calls: AtomicU32,
     }
 
     impl Runner for Gone {
@@ -292,7 +318,7 @@ mod tests {
             "test".into()
         }
         fn measure(&self, _: &Job) -> Result<crate::probe::ProbeResult, Failure> {
-            self.calls.set(self.calls.get() + 1);
+            self.calls.fetch_add(1, Ordering::Relaxed);
             Err(Failure::Unavailable { reason: "adb: device offline".into() })
         }
     }
@@ -316,7 +342,7 @@ mod tests {
             engine_model: None,
         };
         let settings = MeasureSettings { selection: Selection::All, job, retries: 2, retry_failed: false };
-        let gone = Gone { calls: Cell::new(0) };
+        let gone = Gone { calls: AtomicU32::new(0) };
         let runners: Vec<Box<dyn Runner>> = vec![Box::new(gone)];
         let identity = crate::store::Identity {
             name: "t".into(),
@@ -332,5 +358,83 @@ mod tests {
         assert_eq!(outcome.failures.len(), 2, "both configurations recorded, the sweep went on");
         assert!(outcome.failures.iter().all(|f| f.attempts == 3 && matches!(f.failure, Failure::Unavailable { .. })));
         assert!(outcome.results.iter().all(|r| r.provenance == crate::record::Provenance::Predicted));
+    }
+
+    /// Two devices' runners that each wait (up to 2 s) for the other to be
+    /// measuring too, and count how many of their own jobs overlap.
+    struct Paired {
+        device: &'static str,
+        all: std::sync::Arc<AtomicU32>,
+        mine: AtomicU32,
+        most_all: std::sync::Arc<AtomicU32>,
+        most_mine: std::sync::Arc<AtomicU32>,
+    }
+
+    impl Runner for Paired {
+        fn device(&self) -> &str {
+            self.device
+        }
+        fn build(&self, _: crate::probe::EngineKind) -> String {
+            "test".into()
+        }
+        fn measure(&self, _: &Job) -> Result<crate::probe::ProbeResult, Failure> {
+            let now = self.all.fetch_add(1, Ordering::SeqCst) + 1;
+            let mine = self.mine.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_mine.fetch_max(mine, Ordering::SeqCst);
+            self.most_all.fetch_max(now, Ordering::SeqCst);
+            let t = std::time::Instant::now();
+            while self.most_all.load(Ordering::SeqCst) < 2 && t.elapsed() < std::time::Duration::from_secs(2) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            self.mine.fetch_sub(1, Ordering::SeqCst);
+            self.all.fetch_sub(1, Ordering::SeqCst);
+            Err(Failure::Crashed { code: 1, stderr: "test".into() })
+        }
+    }
+
+    #[test]
+    fn devices_measure_in_parallel_and_each_one_job_at_a_time() {
+        let toml = "[sweep]\nname = \"t\"\ndevices = [\"host\", \"host-llama\"]\n[workload]\nprompt = 8\ngen = 4\n\
+                    [space]\nlayers = [1, 2, 3]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\n";
+        let spec = crate::config::parse(std::path::Path::new("t.toml"), toml).unwrap();
+        let plan = Plan::from_toml(std::path::Path::new("t.toml"), spec, &Default::default()).unwrap();
+        let devices = Devices::built_in().unwrap();
+        let devs = devices.select(&plan.devices).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
+        let job = JobSettings {
+            reps: 1,
+            threads: Some(1),
+            timeout: std::time::Duration::from_secs(5),
+            force: false,
+            engine: Some(crate::probe::EngineKind::Candle),
+            engine_model: None,
+        };
+        let settings = MeasureSettings { selection: Selection::All, job, retries: 0, retry_failed: false };
+        let (all, most) = (std::sync::Arc::new(AtomicU32::new(0)), std::sync::Arc::new(AtomicU32::new(0)));
+        let per_device = [std::sync::Arc::new(AtomicU32::new(0)), std::sync::Arc::new(AtomicU32::new(0))];
+        let paired = |device, most_mine: &std::sync::Arc<AtomicU32>| Paired {
+            device,
+            all: all.clone(),
+            mine: AtomicU32::new(0),
+            most_all: most.clone(),
+            most_mine: most_mine.clone(),
+        };
+        let runners: Vec<Box<dyn Runner>> =
+            vec![Box::new(paired("host", &per_device[0])), Box::new(paired("host-llama", &per_device[1]))];
+        let identity = crate::store::Identity {
+            name: "t".into(),
+            file: "t.toml".into(),
+            file_hash: "0".into(),
+            options: "{}".into(),
+            harness: crate::harness_version(),
+            shard: None,
+        };
+        let m = super::super::Measuring { settings: &settings, runners: &runners };
+        let outcome =
+            super::super::execute(&mut store, &plan, &devs, None, identity, Some(m), &mut Collect::default()).unwrap();
+        assert_eq!(outcome.failures.len(), 6, "every job on both devices was tried and recorded");
+        assert_eq!(most.load(Ordering::SeqCst), 2, "the two devices measured at the same time");
+        assert!(per_device.iter().all(|m| m.load(Ordering::SeqCst) == 1), "each device one job at a time");
     }
 }

@@ -85,7 +85,7 @@ pub fn execute(
     scores: Option<&Scores>,
     identity: Identity,
     measuring: Option<Measuring<'_>>,
-    reporter: &mut dyn Reporter,
+    reporter: &mut (dyn Reporter + Send),
 ) -> Result<Outcome, StoreError> {
     let rows = device_rows(devices);
     let predicted_done = match store.sweep()? {
