@@ -39,14 +39,7 @@ fn main() {
     let devs = devices.select(&plan.devices).expect("devices");
     let records = plan.shapes.len() * devs.len();
     println!("sweep: {} configurations x {} devices = {records} records", plan.shapes.len(), devs.len());
-    let identity = || Identity {
-        name: plan.name.clone(),
-        file: "bench.toml".into(),
-        file_hash: "0".into(),
-        options: "{}".into(),
-        harness: pocketbench::harness_version(),
-        shard: None,
-    };
+    let identity = || Identity::new(&plan.name, "bench.toml", b"", "{}".into(), None);
     if std::env::var_os("PB_BENCH_DIAG").is_some() {
         let o = sweep::run(&plan, &devs, None, &mut Silent);
         for d in &o.devices {

@@ -131,14 +131,13 @@ fn identity(a: &SweepArgs, plan: &Plan) -> anyhow::Result<Identity> {
         "configs": plan.expanded,
         "scores": scores,
     });
-    Ok(Identity {
-        name: plan.name.clone(),
-        file: a.file.display().to_string(),
-        file_hash: format!("{:016x}", pocketbench::fnv1a(&bytes)),
-        options: options.to_string(),
-        harness: pocketbench::harness_version(),
-        shard: a.shard.map(|s| s.to_string()),
-    })
+    Ok(Identity::new(
+        &plan.name,
+        &a.file.display().to_string(),
+        &bytes,
+        options.to_string(),
+        a.shard.map(|s| s.to_string()),
+    ))
 }
 
 /// Set a store aside for `--fresh`: nothing stored is deleted.

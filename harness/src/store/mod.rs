@@ -119,6 +119,22 @@ pub struct Identity {
     pub shard: Option<String>,
 }
 
+impl Identity {
+    /// The identity of a sweep run by this harness: its name, the file as
+    /// given, the FNV-1a of the file's bytes, the result-changing options
+    /// (JSON) and the shard.
+    pub fn new(name: &str, file: &str, bytes: &[u8], options: String, shard: Option<String>) -> Self {
+        Identity {
+            name: name.into(),
+            file: file.into(),
+            file_hash: format!("{:016x}", crate::fnv1a(bytes)),
+            options,
+            harness: crate::harness_version(),
+            shard,
+        }
+    }
+}
+
 /// What the store says about the sweep beyond its identity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepRow {
@@ -296,12 +312,7 @@ impl Store {
                         budget_decode_tok_s: r.get(5)?,
                         budget_memory_mb: r.get(6)?,
                         budget_energy_j: r.get(7)?,
-                        configs: 0,
-                        feasible: 0,
-                        frontier: 0,
-                        hypervolume: 0.0,
-                        best_feasible: None,
-                        largest_feasible: None,
+                        ..DeviceSummary::default()
                     },
                     profile_digest: r.get(3)?,
                 })

@@ -13,14 +13,7 @@ fn plan() -> Plan {
 
 fn new_store(dir: &Path, plan: &Plan, devices: &[&crate::device::Device]) -> Store {
     let mut s = Store::open(&dir.join(FILE_NAME)).unwrap();
-    let identity = Identity {
-        name: plan.name.clone(),
-        file: "t.toml".into(),
-        file_hash: "0".into(),
-        options: "{}".into(),
-        harness: crate::harness_version(),
-        shard: None,
-    };
+    let identity = Identity::new("t", "t.toml", b"", "{}".into(), None);
     let sweep = crate::sweep::sweep_row(plan, identity);
     let rows: Vec<DeviceRow> = devices
         .iter()

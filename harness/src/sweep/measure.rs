@@ -323,12 +323,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_unavailable_device_is_retried_then_recorded_as_failed() {
-        let toml = "[sweep]\nname = \"t\"\ndevices = [\"host\"]\n[workload]\nprompt = 8\ngen = 4\n\
-                    [space]\nlayers = [1, 2]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\n";
-        let spec = crate::config::parse(std::path::Path::new("t.toml"), toml).unwrap();
-        let plan = Plan::from_toml(std::path::Path::new("t.toml"), spec, &Default::default()).unwrap();
+    /// A plan of `layers` tiny configurations on `devices` (a TOML list).
+    fn tiny(devices: &str, layers: &str) -> Plan {
+        let toml = format!(
+            "[sweep]\nname = \"t\"\ndevices = {devices}\n[workload]\nprompt = 8\ngen = 4\n\
+             [space]\nlayers = {layers}\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\n"
+        );
+        let spec = crate::config::parse(std::path::Path::new("t.toml"), &toml).unwrap();
+        Plan::from_toml(std::path::Path::new("t.toml"), spec, &Default::default()).unwrap()
+    }
+
+    /// Measure `plan` on its devices through `runners` into a fresh store.
+    fn measure_all(plan: &Plan, runners: &[Box<dyn Runner>], retries: u32) -> Outcome {
         let devices = Devices::built_in().unwrap();
         let devs = devices.select(&plan.devices).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -338,23 +344,20 @@ mod tests {
             threads: Some(1),
             timeout: std::time::Duration::from_secs(5),
             force: false,
-            engine: None,
+            engine: Some(crate::probe::EngineKind::Candle),
             engine_model: None,
         };
-        let settings = MeasureSettings { selection: Selection::All, job, retries: 2, retry_failed: false };
-        let gone = Gone { calls: AtomicU32::new(0) };
-        let runners: Vec<Box<dyn Runner>> = vec![Box::new(gone)];
-        let identity = crate::store::Identity {
-            name: "t".into(),
-            file: "t.toml".into(),
-            file_hash: "0".into(),
-            options: "{}".into(),
-            harness: crate::harness_version(),
-            shard: None,
-        };
-        let m = super::super::Measuring { settings: &settings, runners: &runners };
-        let outcome =
-            super::super::execute(&mut store, &plan, &devs, None, identity, Some(m), &mut Collect::default()).unwrap();
+        let settings = MeasureSettings { selection: Selection::All, job, retries, retry_failed: false };
+        let identity = crate::store::Identity::new("t", "t.toml", b"", "{}".into(), None);
+        let m = super::super::Measuring { settings: &settings, runners };
+        super::super::execute(&mut store, plan, &devs, None, identity, Some(m), &mut Collect::default()).unwrap()
+    }
+
+    #[test]
+    fn an_unavailable_device_is_retried_then_recorded_as_failed() {
+        let plan = tiny("[\"host\"]", "[1, 2]");
+        let runners: Vec<Box<dyn Runner>> = vec![Box::new(Gone { calls: AtomicU32::new(0) })];
+        let outcome = measure_all(&plan, &runners, 2);
         assert_eq!(outcome.failures.len(), 2, "both configurations recorded, the sweep went on");
         assert!(outcome.failures.iter().all(|f| f.attempts == 3 && matches!(f.failure, Failure::Unavailable { .. })));
         assert!(outcome.results.iter().all(|r| r.provenance == crate::record::Provenance::Predicted));
@@ -394,23 +397,7 @@ mod tests {
 
     #[test]
     fn devices_measure_in_parallel_and_each_one_job_at_a_time() {
-        let toml = "[sweep]\nname = \"t\"\ndevices = [\"host\", \"host-llama\"]\n[workload]\nprompt = 8\ngen = 4\n\
-                    [space]\nlayers = [1, 2, 3]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\n";
-        let spec = crate::config::parse(std::path::Path::new("t.toml"), toml).unwrap();
-        let plan = Plan::from_toml(std::path::Path::new("t.toml"), spec, &Default::default()).unwrap();
-        let devices = Devices::built_in().unwrap();
-        let devs = devices.select(&plan.devices).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join(crate::store::FILE_NAME)).unwrap();
-        let job = JobSettings {
-            reps: 1,
-            threads: Some(1),
-            timeout: std::time::Duration::from_secs(5),
-            force: false,
-            engine: Some(crate::probe::EngineKind::Candle),
-            engine_model: None,
-        };
-        let settings = MeasureSettings { selection: Selection::All, job, retries: 0, retry_failed: false };
+        let plan = tiny("[\"host\", \"host-llama\"]", "[1, 2, 3]");
         let (all, most) = (std::sync::Arc::new(AtomicU32::new(0)), std::sync::Arc::new(AtomicU32::new(0)));
         let per_device = [std::sync::Arc::new(AtomicU32::new(0)), std::sync::Arc::new(AtomicU32::new(0))];
         let paired = |device, most_mine: &std::sync::Arc<AtomicU32>| Paired {
@@ -422,17 +409,7 @@ mod tests {
         };
         let runners: Vec<Box<dyn Runner>> =
             vec![Box::new(paired("host", &per_device[0])), Box::new(paired("host-llama", &per_device[1]))];
-        let identity = crate::store::Identity {
-            name: "t".into(),
-            file: "t.toml".into(),
-            file_hash: "0".into(),
-            options: "{}".into(),
-            harness: crate::harness_version(),
-            shard: None,
-        };
-        let m = super::super::Measuring { settings: &settings, runners: &runners };
-        let outcome =
-            super::super::execute(&mut store, &plan, &devs, None, identity, Some(m), &mut Collect::default()).unwrap();
+        let outcome = measure_all(&plan, &runners, 0);
         assert_eq!(outcome.failures.len(), 6, "every job on both devices was tried and recorded");
         assert_eq!(most.load(Ordering::SeqCst), 2, "the two devices measured at the same time");
         assert!(per_device.iter().all(|m| m.load(Ordering::SeqCst) == 1), "each device one job at a time");

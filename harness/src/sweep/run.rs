@@ -11,7 +11,7 @@ use crate::pareto::{frontier, hypervolume, Objective};
 use crate::record::{predicted, Record};
 
 /// Per-device outcome of a sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceSummary {
     /// Device id.
     pub device: String,
@@ -158,12 +158,7 @@ impl DeviceSummary {
             budget_decode_tok_s: device.budgets.decode_tok_s,
             budget_memory_mb: device.budgets.memory_bytes / 1e6,
             budget_energy_j: device.budgets.energy_j,
-            configs: 0,
-            feasible: 0,
-            frontier: 0,
-            hypervolume: 0.0,
-            best_feasible: None,
-            largest_feasible: None,
+            ..DeviceSummary::default()
         }
     }
 }
