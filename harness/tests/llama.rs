@@ -15,12 +15,8 @@ use pocketbench::workload::Workload;
 fn llama_cpp_runs_the_exported_model() {
     let d = tempfile::tempdir().unwrap();
     let shape = common::tiny();
-    let runner = HostRunner {
-        device: "host".into(),
-        exe: PathBuf::from(env!("CARGO_BIN_EXE_pocketbench")),
-        cache: d.path().join("cache"),
-        available_bytes: 1 << 30,
-    };
+    let mut runner = HostRunner::new("host", PathBuf::from(env!("CARGO_BIN_EXE_pocketbench")), d.path().join("cache"));
+    runner.available_bytes = 1 << 30;
     let job = Job {
         shape,
         workload: Workload::new(16, 8, None).unwrap(),
