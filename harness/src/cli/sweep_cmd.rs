@@ -211,7 +211,7 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     let identity = identity(a, &plan)?;
     let out = a.out.clone().unwrap_or_else(|| PathBuf::from("reports").join(&plan.name));
     if out.is_file() {
-        return Err(pocketbench::Error::from(store::StoreError::Corrupt {
+        return Err(pocketbench::Error::from(store::StoreError::Output {
             path: out.clone(),
             message: "--out names a file; it must be a folder".into(),
         })

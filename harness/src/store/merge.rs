@@ -12,7 +12,7 @@ use crate::record::Provenance;
 pub fn merge(out: &Path, inputs: &[&Path]) -> Result<Store, StoreError> {
     let mismatch = |what: String| StoreError::Mismatch { path: out.to_path_buf(), what };
     if out.exists() {
-        return Err(StoreError::Corrupt {
+        return Err(StoreError::Output {
             path: out.to_path_buf(),
             message: "already exists: merge writes a new store (choose another --out or remove it)".into(),
         });
@@ -20,12 +20,14 @@ pub fn merge(out: &Path, inputs: &[&Path]) -> Result<Store, StoreError> {
     let stores: Vec<Store> = inputs.iter().map(|p| Store::open_read_only(p)).collect::<Result<_, _>>()?;
     let mut first: Option<(SweepRow, Vec<DeviceRow>)> = None;
     let mut shards = Vec::new();
+    let mut complete = true;
     for s in &stores {
         let sweep = s.sweep()?.ok_or_else(|| StoreError::Corrupt {
             path: s.path().to_path_buf(),
             message: "no sweep recorded in it".into(),
         })?;
         let devices = s.devices()?;
+        complete &= sweep.predicted_complete;
         if let Some((f, fd)) = &first {
             let (a, b) = (&f.identity, &sweep.identity);
             let name = |s: &Store| s.path().display().to_string();
@@ -67,10 +69,6 @@ pub fn merge(out: &Path, inputs: &[&Path]) -> Result<Store, StoreError> {
     configs.dedup_by(|a, b| a.0 == b.0);
     sweep.identity.shard = None;
     sweep.configs = configs.len();
-    let complete = stores
-        .iter()
-        .map(|s| s.sweep().map(|w| w.is_some_and(|w| w.predicted_complete)))
-        .collect::<Result<Vec<_>, _>>()?;
     let mut merged = Store::open(out)?;
     merged.create_sweep(&sweep, &devices, &configs)?;
     for s in &stores {
@@ -88,7 +86,7 @@ pub fn merge(out: &Path, inputs: &[&Path]) -> Result<Store, StoreError> {
             merged.insert_failure(&f, &key)?;
         }
     }
-    if complete.iter().all(|c| *c) {
+    if complete {
         merged.set_predicted_complete()?;
     }
     let outcome = merged.outcome()?;

@@ -69,6 +69,15 @@ pub enum StoreError {
         /// What is wrong.
         message: String,
     },
+    /// The output path cannot hold a store (a file where a folder must be,
+    /// a merge target that already exists).
+    #[error("{}: {message}", path.display())]
+    Output {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
     /// Written by a newer pocketbench.
     #[error("{}: store schema version {found} is newer than this pocketbench understands ({supported}); upgrade pocketbench", path.display())]
     Newer {
@@ -179,7 +188,7 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if dir.is_file() {
-                return Err(StoreError::Corrupt {
+                return Err(StoreError::Output {
                     path: path.to_path_buf(),
                     message: format!("{} is a file, not a folder", dir.display()),
                 });
