@@ -84,12 +84,17 @@ pub struct DecodeTerms {
     pub layers: f64,
     /// Attention scores per step at the mean context: L x h x c̄.
     pub attention_scores: f64,
+    /// The share of the working set served from the caches
+    /// ([`crate::device::ModelParams::cache_share`]).
+    pub cache_share: f64,
 }
 
 /// Decode-time terms: `t_step = transfer_s / eb + attention_scores·ca + layers·cl + c0`.
 pub fn decode_terms(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> DecodeTerms {
+    let bytes = decode_bytes_per_token(shape, acct, dev, w);
     DecodeTerms {
-        transfer_s: decode_bytes_per_token(shape, acct, dev, w) / dev.bandwidth,
+        cache_share: dev.params.cache_share(bytes),
+        transfer_s: bytes / dev.bandwidth,
         layers: shape.layers as f64,
         attention_scores: attention_scores(shape, w),
     }
@@ -131,7 +136,8 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
     let p = &dev.params;
     let step_fixed = shape.layers as f64 * p.layer_cost + p.token_cost;
     let bytes_per_token = decode_bytes_per_token(shape, acct, dev, w);
-    let eff_bw = p.bandwidth_efficiency * dev.bandwidth;
+    // A working set within the fitted cache size streams at the caches' rate.
+    let eff_bw = p.efficiency_for(bytes_per_token) * dev.bandwidth;
     // Attention work grows with the context; engines whose attention kernel
     // hides behind memory traffic leave it unmodelled (cost 0).
     let attention_s = attention_scores(shape, w) * p.attention_cost;
@@ -186,6 +192,8 @@ mod tests {
                 embedding_extra: 0.0,
                 attention_cost: 0.0,
                 weight_extra: 0.0,
+                cache_size: 0.0,
+                cache_efficiency: 0.0,
                 active_power: 2.0,
             },
         }

@@ -246,6 +246,12 @@ pub fn measured(
     let bytes_per_token = crate::predict::predict(shape, acct, &device.model, &w).bytes_per_token;
     let achieved = bytes_per_token * decode.median;
     rec.provenance = Provenance::Measured;
+    if let Some(t) = device.calibrated_threads().filter(|t| *t != probe.threads) {
+        rec.calibration = format!(
+            "{}; outside the calibration: calibrated at {t} thread(s), measured at {}",
+            rec.calibration, probe.threads
+        );
+    }
     rec.produced_by = format!("{} {} via pocketbench probe", probe.engine, probe.engine_version);
     rec.engine = format!("{} ({})", probe.engine, probe.engine_version);
     rec.decode_tok_s = decode.median;

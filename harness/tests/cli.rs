@@ -15,8 +15,15 @@ fn fixture(name: &str) -> PathBuf {
 
 fn pb() -> Command {
     let mut c = Command::cargo_bin("pocketbench").unwrap();
-    c.current_dir(root());
+    c.current_dir(root()).env("POCKETBENCH_DATA_DIR", data_dir());
     c
+}
+
+/// A data directory of this test process's own, so no machine profile of
+/// the developer's machine (in ~/.local/share/pocketbench) changes what the
+/// tests see.
+fn data_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("pocketbench-test-data-{}", std::process::id()))
 }
 
 #[test]

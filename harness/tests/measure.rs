@@ -25,8 +25,17 @@ const TINY: &[&str] = &[
 
 fn pb(cache: &Path) -> Command {
     let mut c = Command::cargo_bin("pocketbench").unwrap();
-    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()).env("POCKETBENCH_CACHE", cache);
+    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
+        .env("POCKETBENCH_CACHE", cache)
+        .env("POCKETBENCH_DATA_DIR", data_dir());
     c
+}
+
+/// A data directory of this test process's own, so no machine profile of
+/// the developer's machine (in ~/.local/share/pocketbench) changes what the
+/// tests see.
+fn data_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("pocketbench-test-data-{}", std::process::id()))
 }
 
 fn sweep_file(dir: &Path) -> PathBuf {

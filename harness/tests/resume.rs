@@ -27,6 +27,7 @@ fn sweep(dir: &Path, f: &Path, out: &Path) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_pocketbench"));
     c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap())
         .env("POCKETBENCH_CACHE", dir.join("cache"))
+        .env("POCKETBENCH_DATA_DIR", dir.join("data"))
         .arg("sweep")
         .arg(f)
         .args(["--measure", "all", "--reps", "2", "--threads", "1", "-q", "--out"])

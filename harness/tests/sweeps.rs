@@ -12,8 +12,21 @@ fn sweep_file(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../sweeps").join(name)
 }
 
+/// The built-in profiles as a machine of its own sees them: the committed
+/// host calibration is another machine's, which the reports must say.
+fn devices_on_a_fresh_machine() -> Devices {
+    let mut devices = Devices::built_in().unwrap();
+    let here = pocketbench::probe::HostFacts {
+        fingerprint: "0123456789ab".into(),
+        cpu: "Test CPU".into(),
+        ..pocketbench::probe::HostFacts::collect()
+    };
+    devices.assess(here);
+    devices
+}
+
 fn sweep(name: &str) -> SweepReport {
-    let devices = Devices::built_in().unwrap();
+    let devices = devices_on_a_fresh_machine();
     let mut plan = Plan::from_file(&sweep_file(name), &PlanOptions::default()).unwrap();
     plan.file = PathBuf::from("sweeps").join(name); // stable in snapshots
     let devs = devices.select(&plan.devices).unwrap();
@@ -149,7 +162,7 @@ fn quick_frontier_snapshot() {
 
 #[test]
 fn results_json_snapshot() {
-    let devices = Devices::built_in().unwrap();
+    let devices = devices_on_a_fresh_machine();
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sweeps/two-by-two.toml");
     let mut plan = Plan::from_file(&file, &PlanOptions::default()).unwrap();
     plan.file = PathBuf::from("two-by-two.toml"); // stable in snapshots

@@ -14,8 +14,10 @@ pub struct Preset {
     pub source: &'static str,
 }
 
+/// A tied q4_0 shape at the default context: the presets' form, and the
+/// calibration design's.
 #[allow(clippy::too_many_arguments)]
-const fn s(
+pub(crate) const fn s(
     hidden: u32,
     layers: u32,
     heads: u32,

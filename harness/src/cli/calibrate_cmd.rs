@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Args;
-use pocketbench::calibrate::{calibrate, write_back};
+use pocketbench::calibrate::{calibrate, write_back, Calibration};
 use pocketbench::device::{Device, Devices, Origin};
 
 use super::exit::Usage;
@@ -30,10 +30,42 @@ pub struct CalibrateArgs {
     /// With --add: hold the added points out of the fit, to check it against them.
     #[arg(long, requires = "add")]
     pub holdout: bool,
+    /// With --add: add points measured on another machine (another
+    /// fingerprint) to a local profile.
+    #[arg(long, requires = "add")]
+    pub force: bool,
+    /// Measure this machine and fit its profile in one command: bandwidth,
+    /// then a built-in design of shapes and workloads in round-robin
+    /// rounds, part of it held out to check the fit. Writes this machine's
+    /// own profile (see `devices`).
+    #[arg(long, requires = "device", conflicts_with = "add")]
+    pub measure: bool,
+    /// With --measure: the smaller built-in design (6 + 3 held-out shapes;
+    /// about 3 minutes on 2 cores, against under 10 for the full one).
+    #[arg(long, requires = "measure")]
+    pub quick: bool,
+    /// With --measure: a design file of your own (TOML: `rounds`, and
+    /// `[[point]]` tables with `model`, `workloads` and `holdout`).
+    #[arg(long, value_name = "FILE", requires = "measure", conflicts_with = "quick")]
+    pub design: Option<std::path::PathBuf>,
+    /// With --measure: threads to calibrate at (default: the profile's
+    /// `engine.threads`, else every core); written into the profile.
+    #[arg(long, value_name = "N", requires = "measure")]
+    pub threads: Option<u32>,
+    /// With --measure: forget the measurements an unfinished calibration
+    /// cached, and measure everything again.
+    #[arg(long, requires = "measure")]
+    pub fresh: bool,
+    /// With --measure: the bandwidth buffer in MiB (default 1024; 256 with --quick).
+    #[arg(long, value_name = "MIB", requires = "measure")]
+    pub buffer_mib: Option<usize>,
 }
 
 /// Run `calibrate`.
 pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
+    if a.measure {
+        return super::calibrate_measure::run(a, devices);
+    }
     if !a.add.is_empty() {
         let id = a.device.as_deref().unwrap_or_default();
         let device = devices.get(id)?;
@@ -49,18 +81,35 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
             }
             let point = pocketbench::calibrate::point_from_record(&rec, a.holdout)
                 .ok_or_else(|| Usage(format!("{}: a predicted record, not a measurement", f.display())))?;
+            if let (true, false, Some(here)) = (device.is_local(), a.force, devices.here()) {
+                if point.machine.as_deref() != Some(here.fingerprint.as_str()) {
+                    return Err(Usage(format!(
+                        "{}: measured on another machine ({}, fingerprint {}), not this one ({}, fingerprint {}); a calibration of `{id}` describes this machine: pass --force to add it anyway",
+                        f.display(),
+                        point.cpu.as_deref().unwrap_or("unrecorded"),
+                        point.machine.as_deref().unwrap_or("unrecorded"),
+                        here.describe(),
+                        here.fingerprint
+                    ))
+                    .into());
+                }
+            }
             points.push(point);
             added.push(format!("{} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, f.display()));
         }
-        // With --dry-run the points are added to the profile in memory only.
-        let (path, text) = pocketbench::calibrate::with_points(device, &points).map_err(pocketbench::Error::from)?;
-        let device = pocketbench::device::parse(Origin::File(path.clone()), &text)?;
+        // The points are added in memory and fitted first: a fit that fails
+        // writes nothing; with --dry-run nothing is written either way.
+        let (device, text) = pocketbench::calibrate::with_points_added(devices, device, &points)
+            .with_context(|| format!("adding calibration points to the profile of `{id}`"))?;
+        calibrate(&device)
+            .map_err(pocketbench::Error::from)
+            .context("the points were not added (nothing was written)")?;
         if !a.dry_run {
-            pocketbench::calibrate::write_atomic(&path, text.as_bytes())
-                .with_context(|| format!("adding calibration points to {}", path.display()))?;
+            let Origin::File(path) = &device.origin else { unreachable!("with_points_added gives a file") };
+            pocketbench::calibrate::write_profile(path, text.as_bytes()).map_err(pocketbench::Error::from)?;
         }
         for what in added {
-            eprintln!("{} {what}", if a.dry_run { "would add" } else { "added" });
+            eprintln!("{} {what} to {}", if a.dry_run { "would add" } else { "added" }, device.origin);
         }
         return fit_and_report(a, &[&device]);
     }
@@ -87,56 +136,7 @@ fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> anyhow::Result<Code
             write_back(device, &cal).map_err(pocketbench::Error::from)?;
         }
         if !a.json {
-            outln!(
-                "{} ({}): fitted to {} point(s){}",
-                device.id(),
-                device.origin,
-                device.points.len(),
-                if written { ", written" } else { ", not written (--dry-run)" }
-            );
-            for (k, v) in &cal.fitted {
-                let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
-                outln!("  {k:<22} {v}{bound}");
-            }
-            outln!(
-                "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>8}",
-                "point",
-                "workload",
-                "metric",
-                "reference",
-                "predicted",
-                "error"
-            );
-            for r in &cal.residuals {
-                let model = if r.holdout { format!("{} [held out]", r.model) } else { r.model.clone() };
-                outln!(
-                    "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
-                    model,
-                    r.workload,
-                    r.metric,
-                    format!("{:.1} {}", r.measured, r.unit),
-                    format!("{:.1} {}", r.predicted, r.unit),
-                    r.rel_error * 100.0
-                );
-            }
-            for metric in ["decode", "peak-memory"] {
-                let held: Vec<f64> = cal
-                    .residuals
-                    .iter()
-                    .filter(|r| r.holdout && r.metric == metric)
-                    .map(|r| r.rel_error.abs())
-                    .collect();
-                if !held.is_empty() {
-                    let worst = held.iter().copied().fold(0.0, f64::max);
-                    let mean = held.iter().sum::<f64>() / held.len() as f64;
-                    outln!(
-                        "  held-out {metric}: {} point(s), mean |error| {:.1}%, worst {:.1}%",
-                        held.len(),
-                        mean * 100.0,
-                        worst * 100.0
-                    );
-                }
-            }
+            print_fit(device, &cal, if written { "written" } else { "not written (--dry-run)" })?;
         }
         all.push(cal);
     }
@@ -144,4 +144,49 @@ fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> anyhow::Result<Code
         outln!("{}", serde_json::to_string_pretty(&all)?);
     }
     Ok(Code::Ok)
+}
+
+/// Print a fit: its parameters, every residual, and the held-out errors.
+pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Result<()> {
+    outln!("{} ({}): fitted to {} point(s), {note}", device.id(), device.origin, device.points.len());
+    for (k, v) in &cal.fitted {
+        let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
+        outln!("  {k:<22} {v}{bound}");
+    }
+    outln!(
+        "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>8}",
+        "point",
+        "workload",
+        "metric",
+        "reference",
+        "predicted",
+        "error"
+    );
+    for r in &cal.residuals {
+        let model = if r.holdout { format!("{} [held out]", r.model) } else { r.model.clone() };
+        outln!(
+            "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
+            model,
+            r.workload,
+            r.metric,
+            format!("{:.1} {}", r.measured, r.unit),
+            format!("{:.1} {}", r.predicted, r.unit),
+            r.rel_error * 100.0
+        );
+    }
+    for metric in ["decode", "peak-memory"] {
+        let held: Vec<f64> =
+            cal.residuals.iter().filter(|r| r.holdout && r.metric == metric).map(|r| r.rel_error.abs()).collect();
+        if !held.is_empty() {
+            let worst = held.iter().copied().fold(0.0, f64::max);
+            let mean = held.iter().sum::<f64>() / held.len() as f64;
+            outln!(
+                "  held-out {metric}: {} point(s), mean |error| {:.1}%, worst {:.1}%",
+                held.len(),
+                mean * 100.0,
+                worst * 100.0
+            );
+        }
+    }
+    Ok(())
 }

@@ -22,6 +22,8 @@ struct Row {
     engine: String,
     origin: String,
     calibration: String,
+    /// The command that calibrates it, when it is not calibrated as it is now.
+    calibration_fix: Option<String>,
     bandwidth_gb_s: f64,
     bandwidth_source: String,
     battery_wh: Option<f64>,
@@ -43,6 +45,7 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
             engine: d.profile.engine.name.clone(),
             origin: d.origin.to_string(),
             calibration: d.state.to_string(),
+            calibration_fix: d.state.fix(d.id(), d.is_local()),
             bandwidth_gb_s: d.model.bandwidth / 1e9,
             bandwidth_source: d.profile.facts.bandwidth.source.clone(),
             battery_wh: d.model.battery_j.map(|j| j / 3600.0),
@@ -76,7 +79,10 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
             r.battery_wh.map_or("none".into(), |w| format!("{w:.1} Wh")),
             r.budget_energy_j.map_or("n/a".into(), |j| Energy(j).to_string()),
             format!("{}+{}", r.reference_prompt, r.reference_gen),
-            r.calibration
+            match &r.calibration_fix {
+                Some(fix) => format!("{}: run `{fix}`", r.calibration),
+                None => r.calibration.clone(),
+            }
         );
     }
     Ok(Code::Ok)

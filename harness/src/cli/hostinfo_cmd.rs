@@ -2,8 +2,8 @@
 //! it in the host profile as its roofline.
 
 use clap::Args;
-use pocketbench::calibrate::write_atomic;
-use pocketbench::device::{Devices, Origin, Transport};
+use pocketbench::calibrate::write_profile;
+use pocketbench::device::{Devices, Transport};
 use pocketbench::hostinfo;
 use pocketbench::probe::HostFacts;
 
@@ -30,6 +30,19 @@ pub struct HostInfoArgs {
     pub json: bool,
 }
 
+/// The source text of a bandwidth fact measured by `host-info`.
+pub fn bandwidth_source(facts: &HostFacts, bw: &hostinfo::Bandwidth, buffer_mib: usize, passes: usize) -> String {
+    format!(
+        "measured {} by `pocketbench host-info` on {} (fingerprint {}): read (sum) over a {buffer_mib} MiB buffer, {} threads, best of {passes} passes; 1 thread {:.1} GB/s; copy {:.1} GB/s",
+        hostinfo::today(),
+        facts.describe(),
+        facts.fingerprint,
+        bw.threads,
+        bw.read_1 / 1e9,
+        bw.copy_all / 1e9
+    )
+}
+
 /// Run `host-info`.
 pub fn run(a: &HostInfoArgs, devices: &Devices) -> anyhow::Result<Code> {
     let device = devices.get(&a.device)?;
@@ -45,12 +58,8 @@ pub fn run(a: &HostInfoArgs, devices: &Devices) -> anyhow::Result<Code> {
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "host": facts, "bandwidth_bytes_per_s": bw }))?);
     } else {
-        outln!(
-            "{} ({} logical CPUs, {:.1} GiB)",
-            facts.cpu,
-            facts.logical_cpus,
-            facts.memory_bytes as f64 / (1u64 << 30) as f64
-        );
+        outln!("{}", facts.describe());
+        outln!("  fingerprint {} (features: {})", facts.fingerprint, facts.features.join(" "));
         outln!("  read   {:>6.1} GB/s with 1 thread, {:>6.1} GB/s with {}", gb(bw.read_1), gb(bw.read_all), bw.threads);
         outln!(
             "  copy   {:>6.1} GB/s with 1 thread, {:>6.1} GB/s with {} (read + write bytes)",
@@ -63,24 +72,13 @@ pub fn run(a: &HostInfoArgs, devices: &Devices) -> anyhow::Result<Code> {
     if a.dry_run {
         return Ok(Code::Ok);
     }
-    let Origin::File(path) = &device.origin else {
-        eprintln!("note: `{}` is a built-in profile; nothing written (run from a directory with devices/)", a.device);
-        return Ok(Code::Ok);
-    };
-    let text = std::fs::read_to_string(path)?;
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| Harness(e.to_string()))?;
+    // This machine's own profile (made from the loaded one when it has none).
+    let target = devices.writable(device)?;
+    let mut doc: toml_edit::DocumentMut =
+        target.text.parse().map_err(|e: toml_edit::TomlError| Harness(e.to_string()))?;
     doc["facts"]["bandwidth"]["value"] = toml_edit::value(format!("{:.1} GB/s", gb(bw.read_all)));
-    doc["facts"]["bandwidth"]["source"] = toml_edit::value(format!(
-        "measured {} by `pocketbench host-info` on {}: read (sum) over a {} MiB buffer, {} threads, best of {} passes; 1 thread {:.1} GB/s; copy {:.1} GB/s",
-        hostinfo::today(),
-        facts.cpu,
-        a.buffer_mib,
-        bw.threads,
-        a.passes,
-        gb(bw.read_1),
-        gb(bw.copy_all)
-    ));
-    write_atomic(path, doc.to_string().as_bytes())?;
-    eprintln!("wrote the bandwidth fact into {}", path.display());
+    doc["facts"]["bandwidth"]["source"] = toml_edit::value(bandwidth_source(&facts, &bw, a.buffer_mib, a.passes));
+    write_profile(&target.path, doc.to_string().as_bytes()).map_err(pocketbench::Error::from)?;
+    eprintln!("wrote the bandwidth fact into {}", target.path.display());
     Ok(Code::Ok)
 }

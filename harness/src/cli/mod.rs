@@ -12,6 +12,7 @@ macro_rules! outln {
 
 mod arch_cmd;
 mod calibrate_cmd;
+mod calibrate_measure;
 mod devices_cmd;
 pub mod exit;
 mod hostinfo_cmd;

@@ -152,16 +152,15 @@ fn set_aside(db: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What the store's `runs.host` records: this machine's fingerprint and
+/// facts, and the build.
 fn host_fingerprint() -> String {
     let facts = pocketbench::probe::HostFacts::collect();
     serde_json::json!({
-        "cpu": facts.cpu,
-        "logical_cpus": facts.logical_cpus,
-        "physical_cores": facts.physical_cores,
-        "memory_bytes": facts.memory_bytes,
-        "os": facts.os,
-        "kernel": facts.kernel,
+        "fingerprint": facts.fingerprint,
+        "machine": facts,
         "kernels": pocketbench::kernels::isa().name(),
+        "engine_build": pocketbench::probe::EngineKind::Candle.build(),
         "build": pocketbench::probe::BuildInfo::current(),
     })
     .to_string()

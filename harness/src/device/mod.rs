@@ -4,11 +4,12 @@
 //! Profiles live in `devices/*.toml`; the shipped ones are also compiled into
 //! the binary so that `pocketbench` works from any directory.
 
+pub mod home;
 mod profile;
 mod registry;
 
 pub use profile::*;
-pub use registry::{Devices, Origin, BUILT_IN};
+pub use registry::{Devices, Origin, Writable, BUILT_IN};
 
 use std::path::Path;
 
@@ -45,6 +46,11 @@ pub struct ModelParams {
     pub weight_extra: f64,
     /// Watts.
     pub active_power: f64,
+    /// Bytes: decode working sets up to this size come from the caches, and
+    /// part of those up to twice it (0: no cache term).
+    pub cache_size: f64,
+    /// Share of the bandwidth fact achieved from the caches (0: unset).
+    pub cache_efficiency: f64,
 }
 
 impl ModelParams {
@@ -60,6 +66,8 @@ impl ModelParams {
             FreeParam::AttentionCost => self.attention_cost,
             FreeParam::WeightExtra => self.weight_extra,
             FreeParam::ActivePower => self.active_power,
+            FreeParam::CacheSize => self.cache_size,
+            FreeParam::CacheEfficiency => self.cache_efficiency,
         }
     }
 
@@ -75,7 +83,31 @@ impl ModelParams {
             FreeParam::AttentionCost => self.attention_cost = v,
             FreeParam::WeightExtra => self.weight_extra = v,
             FreeParam::ActivePower => self.active_power = v,
+            FreeParam::CacheSize => self.cache_size = v,
+            FreeParam::CacheEfficiency => self.cache_efficiency = v,
         }
+    }
+
+    /// The share of a decode working set of `bytes` per token served from
+    /// the caches: all of it up to [`ModelParams::cache_size`], none from
+    /// twice that, linear in between (a shared last-level cache with
+    /// adaptive replacement keeps part of a set somewhat larger than it);
+    /// 0 without a cache term.
+    pub fn cache_share(&self, bytes: f64) -> f64 {
+        if self.cache_size <= 0.0 || self.cache_efficiency <= 0.0 {
+            return 0.0;
+        }
+        ((2.0 * self.cache_size - bytes) / self.cache_size).clamp(0.0, 1.0)
+    }
+
+    /// The bandwidth efficiency for a decode working set of `bytes`: the
+    /// time-weighted mix of the memory and cache efficiencies.
+    pub fn efficiency_for(&self, bytes: f64) -> f64 {
+        let s = self.cache_share(bytes);
+        if s == 0.0 {
+            return self.bandwidth_efficiency;
+        }
+        1.0 / (s / self.cache_efficiency + (1.0 - s) / self.bandwidth_efficiency)
     }
 }
 
@@ -123,6 +155,39 @@ pub enum CalibrationState {
     Priors,
     /// Points exist but were never fitted.
     Unfitted,
+    /// A local device whose points were measured on another machine.
+    OtherMachine {
+        /// That machine, in words.
+        cpu: String,
+    },
+    /// A local device whose points were measured through another build of
+    /// the engine than this binary's.
+    OtherEngine {
+        /// The build that measured them.
+        build: String,
+    },
+}
+
+impl CalibrationState {
+    /// Whether predictions rest on a fit of this device as it is now.
+    pub fn is_calibrated(&self) -> bool {
+        matches!(self, CalibrationState::Calibrated { .. })
+    }
+
+    /// The one command that brings a device in this state to
+    /// "calibrated", if there is one. Only a local device can be measured
+    /// by `calibrate --measure`.
+    pub fn fix(&self, device: &str, local: bool) -> Option<String> {
+        match self {
+            CalibrationState::Calibrated { .. } => None,
+            // The points are there: fitting them again is enough.
+            CalibrationState::Stale | CalibrationState::Unfitted => {
+                Some(format!("pocketbench calibrate --device {device}"))
+            }
+            _ if local => Some(format!("pocketbench calibrate --device {device} --measure")),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for CalibrationState {
@@ -131,11 +196,13 @@ impl std::fmt::Display for CalibrationState {
             CalibrationState::Calibrated { points } => {
                 write!(f, "calibrated ({points} point{})", if *points == 1 { "" } else { "s" })
             }
-            CalibrationState::Stale => f.write_str(
-                "stale (points, facts or fixed parameters changed since the fit: run `pocketbench calibrate`)",
-            ),
+            CalibrationState::Stale => f.write_str("stale (points, facts or fixed parameters changed since the fit)"),
             CalibrationState::Priors => f.write_str("priors only (no calibration points)"),
-            CalibrationState::Unfitted => f.write_str("not fitted yet (run `pocketbench calibrate`)"),
+            CalibrationState::Unfitted => f.write_str("not fitted yet"),
+            CalibrationState::OtherMachine { cpu } => write!(f, "calibrated on another machine ({cpu})"),
+            CalibrationState::OtherEngine { build } => {
+                write!(f, "calibrated with another engine build ({build})")
+            }
         }
     }
 }
@@ -165,6 +232,14 @@ pub struct CalPoint {
     pub source: String,
     /// Held out of the fit.
     pub holdout: bool,
+    /// Fingerprint of the machine it was measured on (host points).
+    pub machine: Option<String>,
+    /// That machine in words.
+    pub cpu: Option<String>,
+    /// The engine build that measured it.
+    pub engine_build: Option<String>,
+    /// Threads it was measured with.
+    pub threads: Option<u32>,
 }
 
 /// A validated device profile.
@@ -236,6 +311,8 @@ impl Device {
             attention_cost: m.attention_cost.as_ref().map_or(0.0, |f| f.value.0),
             weight_extra: m.weight_extra.as_ref().map_or(0.0, |f| f.value.0),
             active_power: m.active_power.value.0,
+            cache_size: m.cache_size.as_ref().map_or(0.0, |f| f.value.0),
+            cache_efficiency: m.cache_efficiency.as_ref().map_or(0.0, |f| f.value.0),
         };
         for (key, v) in [
             ("model.bandwidth-efficiency", params.bandwidth_efficiency),
@@ -252,6 +329,8 @@ impl Device {
             ("model.embedding-extra", params.embedding_extra),
             ("model.attention-cost", params.attention_cost),
             ("model.weight-extra", params.weight_extra),
+            ("model.cache-size", params.cache_size),
+            ("model.cache-efficiency", params.cache_efficiency),
             ("model.active-power", params.active_power),
         ] {
             if v < 0.0 {
@@ -298,6 +377,10 @@ impl Device {
                 energy_j: pt.energy.map(|v| v.0),
                 source: pt.source.clone(),
                 holdout: pt.holdout,
+                machine: pt.machine.clone(),
+                cpu: pt.cpu.clone(),
+                engine_build: pt.engine_build.clone(),
+                threads: pt.threads,
             };
             let values = [point.decode_tok_s, point.prefill_tok_s, point.peak_memory, point.package, point.energy_j];
             if values.iter().all(Option::is_none) {
@@ -331,9 +414,63 @@ impl Device {
         Ok(Device { profile, origin, model, budgets, reference_workload, points, digest, state })
     }
 
-    /// One line naming the calibration behind this device's predictions.
+    /// Whether this is the machine pocketbench runs on.
+    pub fn is_local(&self) -> bool {
+        self.profile.transport == Transport::Local
+    }
+
+    /// One line naming the calibration behind this device's predictions,
+    /// and the command that fixes it when it is not a fit of this device.
     pub fn calibration_label(&self) -> String {
-        format!("profile `{}` from {}, {}", self.id(), self.origin, self.state)
+        let fix = self.state.fix(self.id(), self.is_local()).map_or(String::new(), |c| format!(": run `{c}`"));
+        format!("profile `{}` from {}, {}{fix}", self.id(), self.origin, self.state)
+    }
+
+    /// What a sweep says once about a device whose predictions do not rest
+    /// on a fit of it as it is now (`None` when they do, or when a remote
+    /// device carries documented priors).
+    pub fn calibration_warning(&self) -> Option<String> {
+        let id = self.id();
+        match (&self.state, self.is_local()) {
+            (CalibrationState::Calibrated { .. }, _) | (CalibrationState::Priors, false) => None,
+            (state @ (CalibrationState::OtherMachine { .. } | CalibrationState::OtherEngine { .. }), true) => Some(format!(
+                "device `{id}` is {state}: its predictions on this machine are priors, not a calibration of it (measured results are unaffected); calibrate this machine with `pocketbench calibrate --device {id} --measure --quick` (about 3 minutes) or `--measure` (under 10)"
+            )),
+            (CalibrationState::Priors, true) => Some(format!(
+                "device `{id}` has no calibration of this machine: its predictions are documented priors (measured results are unaffected); calibrate it with `pocketbench calibrate --device {id} --measure --quick` (about 3 minutes) or `--measure` (under 10)"
+            )),
+            (state, _) => Some(format!("device `{id}`: calibration {state}")),
+        }
+    }
+
+    /// The thread count the fitted points were measured at, when they name
+    /// one and agree on it.
+    pub fn calibrated_threads(&self) -> Option<u32> {
+        let mut t = self.points.iter().filter(|p| !p.holdout).map(|p| p.threads);
+        let first = t.next()??;
+        t.all(|x| x == Some(first)).then_some(first)
+    }
+
+    /// For a local device: whether its points were measured on `here` and
+    /// through this binary's engine build; sets [`CalibrationState::OtherMachine`]
+    /// or [`CalibrationState::OtherEngine`] when not. A point without a
+    /// recorded machine counts as another machine's. Held-out points do not
+    /// decide (they are not fitted to).
+    pub fn assess_on(&mut self, here: &crate::probe::HostFacts) {
+        if !self.is_local() || self.points.is_empty() {
+            return;
+        }
+        let fitted = || self.points.iter().filter(|p| !p.holdout);
+        if let Some(p) = fitted().find(|p| p.machine.as_deref() != Some(here.fingerprint.as_str())) {
+            let cpu = p.cpu.clone().unwrap_or_else(|| "an unrecorded machine".into());
+            self.state = CalibrationState::OtherMachine { cpu };
+            return;
+        }
+        let build = self.profile.engine.probe.build();
+        if let Some(p) = fitted().find(|p| p.engine_build.as_deref() != Some(build.as_str())) {
+            let build = p.engine_build.clone().unwrap_or_else(|| "an unrecorded build".into());
+            self.state = CalibrationState::OtherEngine { build };
+        }
     }
 }
 
@@ -360,8 +497,15 @@ fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
 /// that are not fitted. A fit is stale when any of them changed since (for
 /// instance `host-info` rewriting the bandwidth fact).
 fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
-    let fixed: Vec<(&str, f64)> =
-        FreeParam::ALL.iter().filter(|p| !fit.contains(p)).map(|p| (p.key(), m.params.get(*p))).collect();
+    // The cache parameters came later: left out while unset, so the digests
+    // of profiles written before them still hold.
+    let later = [FreeParam::CacheSize, FreeParam::CacheEfficiency];
+    let fixed: Vec<(&str, f64)> = FreeParam::ALL
+        .iter()
+        .filter(|p| !fit.contains(p))
+        .filter(|p| !(later.contains(p) && m.params.get(**p) == 0.0))
+        .map(|p| (p.key(), m.params.get(*p)))
+        .collect();
     let facts = (m.bandwidth, m.compute, m.kv_bits, m.act_bits, m.prefill_chunk);
     let text = serde_json::to_string(&(points, fit, facts, fixed)).unwrap_or_default();
     format!("{:016x}", crate::fnv1a(text.as_bytes()))

@@ -198,6 +198,18 @@ pub struct ModelToml {
     /// behind memory traffic).
     #[serde(default)]
     pub attention_cost: Option<Fact<Duration>>,
+    /// Decode working sets (weights and KV read per token) up to this size
+    /// are served from the CPU's caches at [`ModelToml::cache_efficiency`],
+    /// and a share falling linearly to none of those up to twice it
+    /// (default 0: no cache term; a phone's caches are far smaller than any
+    /// model). `calibrate --measure` fits it on a host.
+    #[serde(default)]
+    pub cache_size: Option<Fact<ByteSize>>,
+    /// Achieved share of the bandwidth fact for a working set within
+    /// [`ModelToml::cache_size`] (may exceed 100%: the caches are faster
+    /// than memory).
+    #[serde(default)]
+    pub cache_efficiency: Option<Fact<Fraction>>,
     /// Parameters `calibrate` fits; the others stay at their priors.
     #[serde(default)]
     pub fit: Vec<FreeParam>,
@@ -228,11 +240,15 @@ pub enum FreeParam {
     AttentionCost,
     /// See [`ModelToml::weight_extra`].
     WeightExtra,
+    /// See [`ModelToml::cache_size`].
+    CacheSize,
+    /// See [`ModelToml::cache_efficiency`].
+    CacheEfficiency,
 }
 
 impl FreeParam {
     /// Every parameter.
-    pub const ALL: [FreeParam; 9] = [
+    pub const ALL: [FreeParam; 11] = [
         FreeParam::BandwidthEfficiency,
         FreeParam::LayerCost,
         FreeParam::TokenCost,
@@ -242,6 +258,8 @@ impl FreeParam {
         FreeParam::EmbeddingExtra,
         FreeParam::AttentionCost,
         FreeParam::WeightExtra,
+        FreeParam::CacheSize,
+        FreeParam::CacheEfficiency,
     ];
 
     /// The TOML key.
@@ -256,6 +274,8 @@ impl FreeParam {
             FreeParam::EmbeddingExtra => "embedding-extra",
             FreeParam::AttentionCost => "attention-cost",
             FreeParam::WeightExtra => "weight-extra",
+            FreeParam::CacheSize => "cache-size",
+            FreeParam::CacheEfficiency => "cache-efficiency",
         }
     }
 }
@@ -289,4 +309,18 @@ pub struct PointToml {
     /// Held out: reported against the fit, never fitted to.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub holdout: bool,
+    /// The fingerprint of the machine a host point was measured on
+    /// (`pocketbench host-info` prints this machine's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// That machine in words, for messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    /// The engine build that measured it (for the native engine, the digest
+    /// of its source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_build: Option<String>,
+    /// Threads it was measured with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
 }

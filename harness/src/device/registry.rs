@@ -48,6 +48,22 @@ impl fmt::Display for Origin {
 #[derive(Debug, Clone)]
 pub struct Devices {
     list: Vec<Device>,
+    /// This machine's profile folder, when profiles were discovered (not
+    /// given with `--devices-dir`) and the platform has a data directory.
+    home: Option<PathBuf>,
+    /// This machine, when the profiles were assessed against it.
+    here: Option<crate::probe::HostFacts>,
+}
+
+/// Where a calibration of a local device is written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Writable {
+    /// The file.
+    pub path: PathBuf,
+    /// Its text now, or the text of this machine's new copy of the profile.
+    pub text: String,
+    /// The file does not exist yet: it is this machine's first copy.
+    pub new: bool,
 }
 
 impl Devices {
@@ -85,13 +101,59 @@ impl Devices {
         Self::new(list)
     }
 
-    /// `dir` when given; otherwise `./devices` when it exists; otherwise the built-ins.
+    /// `dir` alone when given; otherwise this machine's profiles (see
+    /// [`super::home`]) over `./devices` when it exists, else over the
+    /// built-ins. Local profiles are then assessed against this machine
+    /// ([`Device::assess_on`]).
     pub fn discover(dir: Option<&Path>) -> Result<Self, Error> {
-        match dir {
-            Some(d) => Self::from_dir(d),
-            None if Path::new("devices").is_dir() => Self::from_dir(Path::new("devices")),
-            None => Self::built_in(),
+        let here = crate::probe::HostFacts::collect();
+        let home = super::home::data_dir().map(|d| super::home::machine_dir(&d, &here.fingerprint));
+        Self::discover_with(dir, home.as_deref(), here)
+    }
+
+    /// [`Devices::discover`] with this machine's folder and facts given.
+    pub fn discover_with(
+        dir: Option<&Path>,
+        home: Option<&Path>,
+        here: crate::probe::HostFacts,
+    ) -> Result<Self, Error> {
+        let mut devices = match dir {
+            Some(d) => Self::from_dir(d)?,
+            None if Path::new("devices").is_dir() => Self::from_dir(Path::new("devices"))?,
+            None => Self::built_in()?,
+        };
+        if dir.is_none() {
+            if let Some(home) = home {
+                devices.overlay(home)?;
+                devices.home = Some(home.to_path_buf());
+            }
         }
+        devices.assess(here);
+        Ok(devices)
+    }
+
+    /// Assess every local profile against `here` ([`Device::assess_on`]).
+    pub fn assess(&mut self, here: crate::probe::HostFacts) {
+        for d in &mut self.list {
+            d.assess_on(&here);
+        }
+        self.here = Some(here);
+    }
+
+    /// Put the profiles of `dir` (when it exists) in place of those of the
+    /// same id.
+    fn overlay(&mut self, dir: &Path) -> Result<(), Error> {
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        for d in Self::from_dir(dir)?.list {
+            match self.list.iter_mut().find(|o| o.id() == d.id()) {
+                Some(slot) => *slot = d,
+                None => self.list.push(d),
+            }
+        }
+        self.list.sort_by(|a, b| a.id().cmp(b.id()));
+        Ok(())
     }
 
     fn new(list: Vec<Device>) -> Result<Self, Error> {
@@ -100,7 +162,46 @@ impl Devices {
                 return Err(Error::DuplicateDevice(d.id().to_string()));
             }
         }
-        Ok(Devices { list })
+        Ok(Devices { list, home: None, here: None })
+    }
+
+    /// This machine, when the profiles were discovered on it.
+    pub fn here(&self) -> Option<&crate::probe::HostFacts> {
+        self.here.as_ref()
+    }
+
+    /// This machine's profile folder (which need not exist yet).
+    pub fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
+    }
+
+    /// Where a calibration of `d` is written: `d`'s own file when it is
+    /// this machine's already, or when profiles came from `--devices-dir`
+    /// (which wins) or the platform has no data directory; otherwise a new
+    /// file in this machine's folder, made from `d` by [`super::home::fork`].
+    /// Devices that are not local are written where they were loaded from.
+    pub fn writable(&self, d: &Device) -> Result<Writable, Error> {
+        let own = |path: &Path| -> Result<Writable, Error> {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+            Ok(Writable { path: path.to_path_buf(), text, new: false })
+        };
+        let (Some(home), Some(here), true) = (&self.home, &self.here, d.is_local()) else {
+            return match &d.origin {
+                Origin::File(p) => own(p),
+                Origin::BuiltIn(_) => Err(crate::calibrate::CalibrationError::NotAFile(d.id().into()).into()),
+            };
+        };
+        if let Origin::File(p) = &d.origin {
+            if p.starts_with(home) {
+                return own(p);
+            }
+        }
+        let base = super::home::text_of(&d.origin).map_err(|e| Error::io(Path::new(&d.origin.to_string()), e))?;
+        let text = super::home::fork(d, &base, here).map_err(|e| crate::calibrate::CalibrationError::Write {
+            path: d.origin.to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(Writable { path: home.join(format!("{}.toml", d.id())), text, new: true })
     }
 
     /// All profiles.

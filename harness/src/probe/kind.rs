@@ -70,6 +70,25 @@ impl EngineKind {
         }
     }
 
+    /// The build whose speed a calibration describes: for the native engine
+    /// the digest of its source and the opt-level, for the others their
+    /// version. A host calibration measured through another build is stale.
+    pub fn build(self) -> String {
+        self.build_of(&super::BuildInfo::current())
+    }
+
+    /// [`EngineKind::build`] of the binary described by `b` (a probe's).
+    pub fn build_of(self, b: &super::BuildInfo) -> String {
+        match self {
+            EngineKind::Candle => {
+                format!("pocketbench native engine source {}, opt-level {}", b.engine_source, b.opt_level)
+            }
+            EngineKind::CandleTransformers => format!("candle-transformers {}", env!("PB_CANDLE_VERSION")),
+            EngineKind::LlamaCpp => format!("llama-cpp-2 {}", env!("PB_LLAMA_VERSION")),
+            EngineKind::LlamaBench | EngineKind::MnnLlmBench => self.version(),
+        }
+    }
+
     /// Whether this binary can run it.
     pub fn available(self) -> bool {
         match self {

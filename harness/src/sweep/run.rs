@@ -56,11 +56,8 @@ pub struct Outcome {
 /// Predict `plan` on `devices` (already resolved from `plan.devices`).
 pub fn run(plan: &Plan, devices: &[&Device], scores: Option<&Scores>, reporter: &mut dyn Reporter) -> Outcome {
     for d in devices {
-        if !matches!(
-            d.state,
-            crate::device::CalibrationState::Calibrated { .. } | crate::device::CalibrationState::Priors
-        ) {
-            reporter.report(&Event::warning(format!("device `{}`: calibration {}", d.id(), d.state)));
+        if let Some(w) = d.calibration_warning() {
+            reporter.report(&Event::warning(w));
         }
     }
     let caps: Vec<_> = plan.shapes.iter().map(|(s, a)| capability(s, a, &plan.proxy, scores)).collect();

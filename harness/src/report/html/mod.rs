@@ -167,7 +167,7 @@ fn summary_cards(s: &mut String, report: &SweepReport) {
             }
         }
         let cal = &d.calibration;
-        let odd = ["stale", "not fitted", "another machine"].iter().any(|w| cal.contains(w));
+        let odd = needs_calibration(cal);
         let _ = write!(s, "<p class=\"{}\">Calibration: {}</p></div>", if odd { "warn" } else { "muted" }, escape(cal));
     }
     s.push_str("</div>");
@@ -320,13 +320,13 @@ impl Exporter for ReportHtml {
             o.results.len() - measured.len(),
             measured.len()
         );
-        for d in o
-            .devices
-            .iter()
-            .filter(|d| ["stale", "not fitted", "another machine"].iter().any(|w| d.calibration.contains(w)))
-        {
-            let _ =
-                write!(s, "<p class=\"warn\">Device {}: calibration {}</p>", escape(&d.device), escape(&d.calibration));
+        for d in o.devices.iter().filter(|d| needs_calibration(&d.calibration)) {
+            let _ = write!(
+                s,
+                "<p class=\"warn\">Device {}: its predictions are not a calibration of it as it is now: {}</p>",
+                escape(&d.device),
+                escape(&d.calibration)
+            );
         }
         s.push_str("<h2>Devices</h2>");
         summary_cards(&mut s, report);
@@ -390,3 +390,10 @@ impl Exporter for ReportHtml {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether a calibration label says the predictions are not a fit of the
+/// device as it is now: every such state names the command that fixes it
+/// ([`crate::device::Device::calibration_label`]).
+fn needs_calibration(label: &str) -> bool {
+    label.contains("run `pocketbench calibrate")
+}

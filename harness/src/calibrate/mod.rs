@@ -7,13 +7,19 @@
 //! prefill (compute efficiency, assuming the measured prefill was
 //! compute-bound) → peak memory (engine overhead) → energy (active power,
 //! using the times the fitted speed model predicts).
+//!
+//! [`design`] and [`session`] measure a local device for `calibrate
+//! --measure`.
+
+pub mod design;
+pub mod session;
 
 use std::path::Path;
 
 use serde::Serialize;
 
 use crate::arch::account::prefill_flops;
-use crate::device::{CalPoint, Device, DeviceModel, FreeParam, ModelParams, Origin};
+use crate::device::{CalPoint, Device, DeviceModel, Devices, FreeParam, ModelParams, Origin};
 use crate::fit::{fit, Row};
 use crate::predict::{decode_terms, memory_without_overhead, predict};
 use crate::units::{ByteSize, Duration, Fraction, Power};
@@ -110,10 +116,11 @@ struct Term {
 impl Term {
     fn theta(&self, p: &ModelParams) -> f64 {
         let v = p.get(self.param);
-        if self.inverse {
-            1.0 / v
-        } else {
-            v
+        match (self.inverse, v == 0.0) {
+            // An unset efficiency (the cache's) multiplies only zeros.
+            (true, true) => 0.0,
+            (true, false) => 1.0 / v,
+            (false, _) => v,
         }
     }
 }
@@ -152,11 +159,13 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     let mut at_bound = Vec::new();
     let fit_points: Vec<&CalPoint> = device.points.iter().filter(|p| !p.holdout).collect();
 
-    // decode: t_step = transfer / eb + L·cl + c0.
+    // decode: t_step = transfer / eb (or / e_cache within the cache size)
+    // + scores·ca + L·cl + c0.
     let decode = |pt: &CalPoint, m: &DeviceModel| {
         let t = decode_terms(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
+        let (memory, cache) = (t.transfer_s * (1.0 - t.cache_share), t.transfer_s * t.cache_share);
         Some(Obs {
-            coef: vec![t.transfer_s, t.attention_scores, t.layers, 1.0],
+            coef: vec![memory, cache, t.attention_scores, t.layers, 1.0],
             offset: 0.0,
             target: 1.0 / pt.decode_tok_s?,
         })
@@ -189,6 +198,7 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
             metric: "decode",
             terms: vec![
                 term(FreeParam::BandwidthEfficiency, (1.0, 100.0), true),
+                term(FreeParam::CacheEfficiency, (0.1, 100.0), true),
                 term(FreeParam::AttentionCost, (0.0, 1e-6), false),
                 term(FreeParam::LayerCost, (0.0, 1e-2), false),
                 term(FreeParam::TokenCost, (0.0, 1.0), false),
@@ -211,31 +221,15 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
         },
         Stage { metric: "energy", terms: vec![term(FreeParam::ActivePower, (0.0, 1000.0), false)], obs: &energy },
     ];
+    if free.contains(&FreeParam::CacheSize) {
+        model.params.cache_size = cache_size(&stages[0], free, &fit_points, &model, &id)?;
+        if model.params.cache_efficiency == 0.0 {
+            model.params.cache_efficiency = model.params.bandwidth_efficiency;
+        }
+    }
     for stage in &stages {
-        let (free_terms, fixed_terms): (Indexed, Indexed) =
-            stage.terms.iter().enumerate().partition(|(_, t)| free.contains(&t.param));
-        if free_terms.is_empty() {
-            continue;
-        }
-        let rows: Vec<Row> = fit_points
-            .iter()
-            .filter_map(|pt| (stage.obs)(pt, &model))
-            .map(|o| Row {
-                x: free_terms.iter().map(|(i, _)| o.coef[*i]).collect(),
-                offset: o.offset + fixed_terms.iter().map(|(i, t)| o.coef[*i] * t.theta(&model.params)).sum::<f64>(),
-                target: o.target,
-            })
-            .collect();
-        if rows.is_empty() {
-            return Err(CalibrationError::Uninformed {
-                device: id.clone(),
-                param: free_terms[0].1.param.key(),
-                metric: stage.metric,
-            });
-        }
-        let bounds: Vec<(f64, f64)> = free_terms.iter().map(|(_, t)| t.bounds).collect();
-        let f = fit(&rows, &bounds).map_err(|source| CalibrationError::Fit { device: id.clone(), source })?;
-        for (((_, t), theta), bound) in free_terms.iter().zip(&f.theta).zip(&f.at_bound) {
+        let Some(f) = fit_stage(stage, free, &fit_points, &model, &id)? else { continue };
+        for ((t, theta), bound) in f.terms.iter().zip(&f.fit.theta).zip(&f.fit.at_bound) {
             model.params.set(t.param, if t.inverse { 1.0 / theta } else { *theta });
             if *bound {
                 at_bound.push(t.param.key().to_string());
@@ -252,6 +246,87 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
         digest: device.digest.clone(),
         params: model.params,
     })
+}
+
+/// A stage's fit: the free terms it fitted, in the order of `fit.theta`.
+struct StageFit<'a> {
+    terms: Vec<&'a Term>,
+    fit: crate::fit::Fit,
+}
+
+/// Fit one stage's free terms to the points (`None` when it has none). A
+/// free term that no point informs (its coefficient zero everywhere: the
+/// cache efficiency when nothing fits in the cache) keeps its value.
+fn fit_stage<'a>(
+    stage: &'a Stage,
+    free: &[FreeParam],
+    points: &[&CalPoint],
+    model: &DeviceModel,
+    id: &str,
+) -> Result<Option<StageFit<'a>>, CalibrationError> {
+    let obs: Vec<Obs> = points.iter().filter_map(|pt| (stage.obs)(pt, model)).collect();
+    let informed = |i: usize| obs.iter().any(|o| o.coef[i] != 0.0);
+    let (free_terms, fixed_terms): (Indexed, Indexed) =
+        stage.terms.iter().enumerate().partition(|(i, t)| free.contains(&t.param) && (obs.is_empty() || informed(*i)));
+    if free_terms.is_empty() {
+        return Ok(None);
+    }
+    if obs.is_empty() {
+        return Err(CalibrationError::Uninformed {
+            device: id.into(),
+            param: free_terms[0].1.param.key(),
+            metric: stage.metric,
+        });
+    }
+    let rows: Vec<Row> = obs
+        .iter()
+        .map(|o| Row {
+            x: free_terms.iter().map(|(i, _)| o.coef[*i]).collect(),
+            offset: o.offset + fixed_terms.iter().map(|(i, t)| o.coef[*i] * t.theta(&model.params)).sum::<f64>(),
+            target: o.target,
+        })
+        .collect();
+    let bounds: Vec<(f64, f64)> = free_terms.iter().map(|(_, t)| t.bounds).collect();
+    let fit = fit(&rows, &bounds).map_err(|source| CalibrationError::Fit { device: id.into(), source })?;
+    Ok(Some(StageFit { terms: free_terms.into_iter().map(|(_, t)| t).collect(), fit }))
+}
+
+/// The cache size that fits the decode points best: a geometric grid from
+/// half the smallest working set of the points to the largest, and "no
+/// cache term", each fitted; the best objective wins (no cache term on a tie).
+fn cache_size(
+    decode: &Stage,
+    free: &[FreeParam],
+    points: &[&CalPoint],
+    model: &DeviceModel,
+    id: &str,
+) -> Result<f64, CalibrationError> {
+    let sets: Vec<f64> = points
+        .iter()
+        .filter(|p| p.decode_tok_s.is_some())
+        .map(|p| decode_terms(&p.shape, &p.shape.accounting(), model, &p.workload).transfer_s * model.bandwidth)
+        .collect();
+    let objective = |size: f64| -> Result<f64, CalibrationError> {
+        let mut m = *model;
+        m.params.cache_size = size;
+        if m.params.cache_efficiency == 0.0 {
+            m.params.cache_efficiency = m.params.bandwidth_efficiency;
+        }
+        Ok(fit_stage(decode, free, points, &m, id)?.map_or(f64::INFINITY, |f| f.fit.objective))
+    };
+    let mut best = (objective(0.0)?, 0.0);
+    let (lo, hi) = sets.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &s| (a.min(s), b.max(s)));
+    if sets.len() >= 4 && hi > lo {
+        const STEPS: usize = 64;
+        for i in 0..=STEPS {
+            let size = lo / 2.0 * (2.0 * hi / lo).powf(i as f64 / STEPS as f64);
+            let o = objective(size)?;
+            if o < best.0 {
+                best = (o, size);
+            }
+        }
+    }
+    Ok(best.1)
 }
 
 /// Residuals of every point's figures under `model`.
@@ -289,11 +364,12 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
 /// A parameter value in the unit its TOML key takes.
 pub fn display_param(p: FreeParam, v: f64) -> String {
     match p {
-        FreeParam::BandwidthEfficiency | FreeParam::ComputeEfficiency | FreeParam::WeightExtra => {
-            Fraction(v).to_string()
-        }
+        FreeParam::BandwidthEfficiency
+        | FreeParam::ComputeEfficiency
+        | FreeParam::WeightExtra
+        | FreeParam::CacheEfficiency => Fraction(v).to_string(),
         FreeParam::LayerCost | FreeParam::TokenCost | FreeParam::AttentionCost => Duration(v).to_string(),
-        FreeParam::EngineOverhead => ByteSize(v).to_string(),
+        FreeParam::EngineOverhead | FreeParam::CacheSize => ByteSize(v).to_string(),
         FreeParam::ActivePower => Power(v).to_string(),
         FreeParam::EmbeddingExtra => crate::units::BytesPerParam(v).to_string(),
     }
@@ -308,17 +384,27 @@ pub fn write_back(device: &Device, cal: &Calibration) -> Result<(), CalibrationE
     };
     let werr = |message: String| CalibrationError::Write { path: path.display().to_string(), message };
     let text = std::fs::read_to_string(&path).map_err(|e| werr(e.to_string()))?;
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| werr(e.to_string()))?;
-    let n = device.points.len();
+    let text = fitted_text(&text, device, cal).map_err(werr)?;
+    write_atomic(&path, text.as_bytes()).map_err(|e| werr(e.to_string()))
+}
+
+/// `text` (the profile of `device`) with the fitted values, their source and
+/// the digest of `cal` written in.
+pub fn fitted_text(text: &str, device: &Device, cal: &Calibration) -> Result<String, String> {
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
+    let n = device.points.iter().filter(|p| !p.holdout).count();
+    let held = device.points.len() - n;
+    let held = if held > 0 { format!(" ({held} more held out)") } else { String::new() };
     for p in &device.profile.model.fit {
         let item = &mut doc["model"][p.key()];
         item["value"] = toml_edit::value(display_param(*p, cal.params.get(*p)));
         let bound = if cal.at_bound.iter().any(|k| k == p.key()) { "; ended on the bound of its range" } else { "" };
-        item["source"] =
-            toml_edit::value(format!("fitted by `pocketbench calibrate` to the {n} calibration point(s) below{bound}"));
+        item["source"] = toml_edit::value(format!(
+            "fitted by `pocketbench calibrate` to the {n} calibration point(s) below{held}{bound}"
+        ));
     }
     doc["model"]["fitted-digest"] = toml_edit::value(cal.digest.clone());
-    write_atomic(&path, doc.to_string().as_bytes()).map_err(|e| werr(e.to_string()))
+    Ok(doc.to_string())
 }
 
 /// Write via a temporary file and rename, so a crash never leaves half a file.
@@ -332,40 +418,51 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Append calibration points to a profile file (each a new `[[calibration]]`
-/// table at the end, leaving the rest of the file untouched), in one atomic
-/// write: either every point lands or none. The fit is stale afterwards
-/// until `calibrate` runs.
-pub fn append_points(device: &Device, points: &[crate::device::PointToml]) -> Result<(), CalibrationError> {
-    let (path, text) = with_points(device, points)?;
-    write_atomic(&path, text.as_bytes())
-        .map_err(|e| CalibrationError::Write { path: path.display().to_string(), message: e.to_string() })
+/// Write `bytes` to `path` atomically, making its folder first (this
+/// machine's profile folder may not exist yet).
+pub fn write_profile(path: &Path, bytes: &[u8]) -> Result<(), CalibrationError> {
+    let werr = |e: std::io::Error| CalibrationError::Write { path: path.display().to_string(), message: e.to_string() };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(werr)?;
+    }
+    write_atomic(path, bytes).map_err(werr)
 }
 
-/// The profile file's path and its text with `points` appended, unwritten
-/// (what `calibrate --add --dry-run` fits to). The file is read once, so
-/// every point is in the text, whether or not anything is written.
-pub fn with_points(
-    device: &Device,
-    points: &[crate::device::PointToml],
-) -> Result<(std::path::PathBuf, String), CalibrationError> {
-    let path = match &device.origin {
-        Origin::File(p) => p.clone(),
-        Origin::BuiltIn(_) => return Err(CalibrationError::NotAFile(device.id().into())),
-    };
-    let werr = |message: String| CalibrationError::Write { path: path.display().to_string(), message };
+/// Profile text with `points` appended, each a new `[[calibration]]` table
+/// at the end, the rest of the text untouched. The fit is stale afterwards
+/// until `calibrate` runs.
+pub fn with_points(text: &str, points: &[crate::device::PointToml]) -> Result<String, toml::ser::Error> {
     #[derive(serde::Serialize)]
     struct Wrapper<'a> {
         calibration: &'a [crate::device::PointToml],
     }
-    let tables = toml::to_string(&Wrapper { calibration: points }).map_err(|e| werr(e.to_string()))?;
-    let mut text = std::fs::read_to_string(&path).map_err(|e| werr(e.to_string()))?;
+    let tables = toml::to_string(&Wrapper { calibration: points })?;
+    let mut text = text.to_string();
     if !text.ends_with('\n') {
         text.push('\n');
     }
     text.push('\n');
     text.push_str(&tables);
-    Ok((path, text))
+    Ok(text)
+}
+
+/// `device`'s profile with `points` added, as a calibration of it is
+/// written ([`Devices::writable`]: this machine's own copy for a local
+/// device): the file it goes to, its text, and the profile as it then
+/// reads, assessed against this machine. Nothing is written.
+pub fn with_points_added(
+    devices: &Devices,
+    device: &Device,
+    points: &[crate::device::PointToml],
+) -> Result<(Device, String), crate::Error> {
+    let target = devices.writable(device)?;
+    let text = with_points(&target.text, points)
+        .map_err(|e| CalibrationError::Write { path: target.path.display().to_string(), message: e.to_string() })?;
+    let mut d = crate::device::parse(Origin::File(target.path), &text)?;
+    if let Some(here) = devices.here() {
+        d.assess_on(here);
+    }
+    Ok((d, text))
 }
 
 /// A calibration point from a measured record: every shape field written out,
@@ -410,5 +507,12 @@ pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<c
             m.decode.n
         ),
         holdout,
+        machine: Some(m.probe.host.fingerprint.clone()).filter(|f| !f.is_empty()),
+        cpu: Some(m.probe.host.describe()),
+        engine_build: m.probe.engine.parse::<crate::probe::EngineKind>().ok().map(|e| e.build_of(&m.probe.build)),
+        threads: Some(m.probe.threads),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,259 @@
+//! Measuring a design for `calibrate --measure`: every job of the design
+//! once per round, rounds one after the other (round-robin), so that the
+//! host's drift over the calibration hits every point alike; each point's
+//! figures are then the median over its rounds.
+//!
+//! Every finished measurement is appended to a cache file (one JSON line,
+//! flushed and synced) before the next starts, so a killed calibration is
+//! rerun without redoing finished points. The cache belongs to one
+//! unfinished calibration: the command removes it once the profile is
+//! written, so the next calibration measures afresh.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::design::Design;
+use crate::arch::Shape;
+use crate::capability::{capability, ProxySettings};
+use crate::device::{Device, PointToml};
+use crate::record::{measured, Record};
+use crate::runner::{Job, JobSettings, Runner};
+use crate::workload::Workload;
+
+/// Prompts shorter than this give no prefill figure to the fit: their
+/// prefill is a memory-bound pass, while the fit's prefill stage is the
+/// compute branch of the roofline.
+pub const MIN_PREFILL_PROMPT: u32 = 64;
+
+/// What a calibration session reports as it goes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// Starting: jobs in all, and how many the cache already holds.
+    Start {
+        /// Jobs (rounds x jobs per round).
+        jobs: usize,
+        /// Of them, finished by an earlier, killed run.
+        cached: usize,
+    },
+    /// One job finished (or was found in the cache).
+    Measured {
+        /// Jobs done so far.
+        done: usize,
+        /// Jobs in all.
+        jobs: usize,
+        /// 1-based round.
+        round: u32,
+        /// The shape.
+        config: String,
+        /// Its workload.
+        workload: Workload,
+        /// Decode tok/s.
+        decode_tok_s: f64,
+        /// From the cache.
+        cached: bool,
+    },
+    /// A job failed and is tried again.
+    Retry {
+        /// The shape.
+        config: String,
+        /// Its workload.
+        workload: Workload,
+        /// Why.
+        reason: String,
+    },
+    /// A job failed twice; the round goes on without it.
+    Failed {
+        /// The shape.
+        config: String,
+        /// Its workload.
+        workload: Workload,
+        /// 1-based round.
+        round: u32,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The outcome: a calibration point per (shape, workload) measured at least
+/// once, and the jobs that never produced a measurement.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Points, in design order.
+    pub points: Vec<PointToml>,
+    /// `(config, workload, reason)` of each (shape, workload) with no
+    /// measurement in any round.
+    pub missing: Vec<(String, Workload, String)>,
+}
+
+/// One line of the cache.
+#[derive(Debug, Serialize, Deserialize)]
+struct Line {
+    key: String,
+    round: u32,
+    record: Record,
+}
+
+/// The cache key of a job: the shape, workload, threads, engine build and
+/// machine, so a cache is never reused by another build or machine.
+fn key(runner: &dyn Runner, job: &Job) -> String {
+    format!(
+        "{}|{}+{}|t{}|{}",
+        job.shape.id(),
+        job.workload.prompt,
+        job.workload.gen,
+        job.threads,
+        runner.build(job.engine)
+    )
+}
+
+/// Read what an earlier run of the same calibration finished. A torn last
+/// line (a kill in mid-write) is skipped.
+fn load(path: &Path) -> HashMap<(String, u32), Record> {
+    let Ok(text) = std::fs::read_to_string(path) else { return HashMap::new() };
+    text.lines().filter_map(|l| serde_json::from_str::<Line>(l).ok()).map(|l| ((l.key, l.round), l.record)).collect()
+}
+
+/// The cache file of one device's calibration on one machine.
+pub fn cache_file(dir: &Path, fingerprint: &str, device: &str) -> PathBuf {
+    dir.join("calibrations").join(fingerprint).join(format!("{device}.jsonl"))
+}
+
+/// Measure `design` on `device` through `runner`, one repetition per job
+/// per round, caching into `cache`.
+pub fn measure(
+    runner: &dyn Runner,
+    device: &Device,
+    design: &Design,
+    settings: &JobSettings,
+    cache: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Measured, crate::Error> {
+    // Every job is built (and so checked) before anything runs.
+    let mut jobs: Vec<(usize, Job)> = Vec::with_capacity(design.jobs_per_round());
+    for (i, p) in design.points.iter().enumerate() {
+        for w in &p.workloads {
+            jobs.push((i, settings.job(device, p.shape, *w)?));
+        }
+    }
+    let keys: Vec<String> = jobs.iter().map(|(_, j)| key(runner, j)).collect();
+    let mut done = load(cache);
+    let total = jobs.len() * design.rounds as usize;
+    let cached = (1..=design.rounds)
+        .flat_map(|r| keys.iter().map(move |k| (k.clone(), r)))
+        .filter(|k| done.contains_key(k))
+        .count();
+    progress(Progress::Start { jobs: total, cached });
+    if let Some(dir) = cache.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
+    }
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(cache).map_err(|e| crate::Error::io(cache, e))?;
+    let proxy = ProxySettings::default();
+    let mut failures: HashMap<String, String> = HashMap::new();
+    let mut n = 0;
+    for round in 1..=design.rounds {
+        for ((_, job), k) in jobs.iter().zip(&keys) {
+            n += 1;
+            let config = job.shape.to_string();
+            let (rec, cached) = match done.get(&(k.clone(), round)) {
+                Some(r) => (r.clone(), true),
+                None => {
+                    let once = || -> Result<Record, String> {
+                        let probe = runner.measure(job).map_err(|f| f.to_string())?;
+                        let acct = job.shape.accounting();
+                        measured(&job.shape, &acct, device, probe, &capability(&job.shape, &acct, &proxy, None))
+                            .map_err(|e| e.to_string())
+                    };
+                    let second = |reason| {
+                        progress(Progress::Retry { config: config.clone(), workload: job.workload, reason });
+                        once()
+                    };
+                    match once().or_else(second) {
+                        Ok(r) => {
+                            let line = serde_json::to_string(&Line { key: k.clone(), round, record: r.clone() })
+                                .map_err(|e| crate::Error::io(cache, std::io::Error::other(e)))?;
+                            writeln!(file, "{line}")
+                                .and_then(|_| file.sync_data())
+                                .map_err(|e| crate::Error::io(cache, e))?;
+                            (r, false)
+                        }
+                        Err(reason) => {
+                            failures.insert(k.clone(), reason.clone());
+                            progress(Progress::Failed { config, workload: job.workload, round, reason });
+                            continue;
+                        }
+                    }
+                }
+            };
+            progress(Progress::Measured {
+                done: n,
+                jobs: total,
+                round,
+                config,
+                workload: job.workload,
+                decode_tok_s: rec.decode_tok_s,
+                cached,
+            });
+            done.insert((k.clone(), round), rec);
+        }
+    }
+    let mut out = Measured { points: Vec::new(), missing: Vec::new() };
+    for ((i, job), k) in jobs.iter().zip(&keys) {
+        let recs: Vec<&Record> = (1..=design.rounds).filter_map(|r| done.get(&(k.clone(), r))).collect();
+        if recs.is_empty() {
+            let why = failures.get(k).cloned().unwrap_or_else(|| "not measured".into());
+            out.missing.push((job.shape.to_string(), job.workload, why));
+            continue;
+        }
+        out.points.push(point(&design.name, &job.shape, &recs, design.points[*i].holdout));
+    }
+    Ok(out)
+}
+
+/// Median of a non-empty list.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// One point from a (shape, workload)'s rounds: the median of each figure.
+fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointToml {
+    use crate::units::{ByteSize, TokRate};
+    let base = recs[0];
+    let mut p = super::point_from_record(base, holdout).expect("measured records");
+    p.decode = Some(TokRate(median(recs.iter().map(|r| r.decode_tok_s).collect())));
+    p.prefill = (base.prompt_tokens >= MIN_PREFILL_PROMPT)
+        .then(|| TokRate(median(recs.iter().map(|r| r.prefill_tok_s).collect())));
+    p.peak_memory = Some(ByteSize(median(recs.iter().map(|r| r.peak_mem_increase_mb * 1e6).collect())));
+    let m = base.measurement.as_ref().expect("measured records");
+    p.source = format!(
+        "measured {} by `pocketbench calibrate --measure` ({design} design, {shape}): median of {} round-robin round(s) of 1 repetition each; {} {}, {} threads (timer; VmHWM){}",
+        crate::hostinfo::today(),
+        recs.len(),
+        m.probe.engine,
+        m.probe.engine_version,
+        m.probe.threads,
+        if p.prefill.is_none() { "; prefill not fitted at a prompt this short" } else { "" }
+    );
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0]), 2.5);
+        assert_eq!(median(vec![7.0]), 7.0);
+    }
+}

@@ -1,0 +1,94 @@
+//! The cache term: a fit recovers a synthetic host whose small shapes are
+//! served from its caches, and predicts held-out shapes from it.
+
+use super::design::Design;
+use super::*;
+use crate::device::{CalPoint, Devices};
+use crate::predict::predict;
+
+/// The built-in host with the full design's points, their decode and peak
+/// memory made by `truth` (and the free list widened to the cache term).
+fn synthetic(truth: &DeviceModel) -> Device {
+    let mut d = Devices::built_in().unwrap().get("host").unwrap().clone();
+    d.model.bandwidth = truth.bandwidth;
+    d.profile.model.fit.extend([FreeParam::CacheSize, FreeParam::CacheEfficiency]);
+    d.points = Design::built_in(false)
+        .points
+        .iter()
+        .flat_map(|p| p.workloads.iter().map(move |w| (p, *w)))
+        .enumerate()
+        .map(|(index, (p, workload))| {
+            let pred = predict(&p.shape, &p.shape.accounting(), truth, &workload);
+            CalPoint {
+                index,
+                shape: p.shape,
+                label: p.shape.to_string(),
+                workload,
+                decode_tok_s: Some(pred.decode_tok_s),
+                prefill_tok_s: (workload.prompt >= 64).then_some(pred.prefill_tok_s),
+                peak_memory: Some(pred.peak_mem_bytes),
+                package: None,
+                energy_j: None,
+                source: "synthetic".into(),
+                holdout: p.holdout,
+                machine: None,
+                cpu: None,
+                engine_build: None,
+                threads: None,
+            }
+        })
+        .collect();
+    d
+}
+
+#[test]
+fn a_host_whose_caches_hold_the_small_shapes_is_fitted_and_its_held_out_shapes_predicted() {
+    let mut truth = Devices::built_in().unwrap().get("host").unwrap().model;
+    truth.bandwidth = 19e9;
+    truth.params.bandwidth_efficiency = 0.6;
+    truth.params.cache_size = 50e6;
+    truth.params.cache_efficiency = 1.8;
+    truth.params.layer_cost = 20e-6;
+    truth.params.attention_cost = 6e-9;
+    let d = synthetic(&truth);
+    let cal = calibrate(&d).unwrap();
+    let size = cal.params.cache_size;
+    assert!((40e6..62e6).contains(&size), "cache size {size}");
+    let worst = cal.residuals.iter().filter(|r| r.metric == "decode").map(|r| r.rel_error.abs()).fold(0.0, f64::max);
+    assert!(worst < 0.03, "worst decode residual {worst}: {:?}", cal.params);
+    // Without the cache term the same points cannot be fitted as well.
+    let mut plain = d.clone();
+    plain.profile.model.fit.retain(|p| !matches!(p, FreeParam::CacheSize | FreeParam::CacheEfficiency));
+    let worse = calibrate(&plain).unwrap();
+    let worst_plain =
+        worse.residuals.iter().filter(|r| r.metric == "decode").map(|r| r.rel_error.abs()).fold(0.0, f64::max);
+    assert!(worst_plain > 3.0 * worst, "{worst_plain} vs {worst}");
+}
+
+#[test]
+fn a_host_without_a_cache_effect_is_fitted_with_no_cache_term() {
+    let mut truth = Devices::built_in().unwrap().get("host").unwrap().model;
+    truth.params.cache_size = 0.0;
+    let d = synthetic(&truth);
+    let cal = calibrate(&d).unwrap();
+    let worst = cal.residuals.iter().filter(|r| r.metric == "decode").map(|r| r.rel_error.abs()).fold(0.0, f64::max);
+    assert!(worst < 0.02, "{worst}");
+}
+
+#[test]
+fn the_cache_share_falls_linearly_from_the_cache_size_to_twice_it() {
+    let mut p = Devices::built_in().unwrap().get("host").unwrap().model.params;
+    p.cache_size = 50e6;
+    p.cache_efficiency = 2.0;
+    p.bandwidth_efficiency = 0.5;
+    assert_eq!(p.cache_share(10e6), 1.0);
+    assert_eq!(p.cache_share(50e6), 1.0);
+    assert!((p.cache_share(75e6) - 0.5).abs() < 1e-12);
+    assert_eq!(p.cache_share(100e6), 0.0);
+    assert_eq!(p.efficiency_for(10e6), 2.0);
+    assert_eq!(p.efficiency_for(200e6), 0.5);
+    // Half the bytes at each rate: the harmonic mean.
+    assert!((p.efficiency_for(75e6) - 0.8).abs() < 1e-12);
+    p.cache_size = 0.0;
+    assert_eq!(p.efficiency_for(10e6), 0.5);
+}

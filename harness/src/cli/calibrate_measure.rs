@@ -1,0 +1,183 @@
+//! `pocketbench calibrate --device host --measure`: the whole calibration of
+//! this machine in one command. Bandwidth first (as `host-info`), then the
+//! design's jobs in round-robin rounds through the device's runner, then
+//! the fit; the profile is written only when the fit holds, into this
+//! machine's own profile folder (or `--devices-dir`).
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use pocketbench::calibrate::design::Design;
+use pocketbench::calibrate::session::{self, Progress};
+use pocketbench::calibrate::{calibrate, fitted_text, with_points, write_profile};
+use pocketbench::device::{home, Origin};
+use pocketbench::device::{Device, Devices, FreeParam};
+use pocketbench::hostinfo;
+use pocketbench::runner::JobSettings;
+
+use super::calibrate_cmd::{print_fit, CalibrateArgs};
+use super::exit::{Harness, Usage};
+use super::Code;
+
+/// Run `calibrate --measure`.
+pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let started = Instant::now();
+    let id = a.device.as_deref().unwrap_or_default();
+    let device = devices.get(id)?;
+    if !device.is_local() {
+        return Err(Usage(format!(
+            "`calibrate --measure` measures this machine; `{id}` is reached over {:?}: calibrate it with `--add` and records measured on it",
+            device.profile.transport
+        ))
+        .into());
+    }
+    let here = devices.here().cloned().unwrap_or_else(pocketbench::probe::HostFacts::collect);
+    let design = match &a.design {
+        Some(f) => Design::from_file(f).map_err(|e| Usage(e.to_string()))?,
+        None => Design::built_in(a.quick),
+    };
+    let settings = JobSettings {
+        reps: 1,
+        threads: a.threads,
+        timeout: Duration::from_secs(600),
+        force: false,
+        engine: None,
+        engine_model: None,
+    };
+    settings.validate().map_err(pocketbench::Error::from)?;
+    let buffer_mib = a.buffer_mib.unwrap_or(if a.quick { 256 } else { 1024 });
+    if buffer_mib < 64 {
+        return Err(Usage("--buffer-mib must be at least 64".into()).into());
+    }
+
+    // The profile this calibration replaces: this machine's own (made from
+    // the loaded one when it has none), without its old points.
+    let target = devices.writable(device)?;
+    let mut doc: toml_edit::DocumentMut =
+        target.text.parse().map_err(|e: toml_edit::TomlError| Harness(format!("{}: {e}", target.path.display())))?;
+    doc.remove("calibration");
+    if let Some(t) = a.threads {
+        doc["engine"]["threads"] = toml_edit::value(i64::from(t));
+    }
+    // A host's caches hold the smaller shapes whole: fit the cache term too.
+    if let Some(fit) = doc["model"]["fit"].as_array_mut() {
+        for p in [FreeParam::CacheSize, FreeParam::CacheEfficiency] {
+            if !fit.iter().any(|v| v.as_str() == Some(p.key())) {
+                fit.push(p.key());
+            }
+        }
+    }
+    let base = pocketbench::device::parse(Origin::File(target.path.clone()), &doc.to_string())?;
+    // Every job is checked before anything is measured.
+    for p in &design.points {
+        for w in &p.workloads {
+            settings.job(&base, p.shape, *w).map_err(pocketbench::Error::from)?;
+        }
+    }
+    // Writable before the minutes of measuring, not after them.
+    let dir = target.path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| pocketbench::Error::io(dir, e))
+        .with_context(|| format!("this machine's profile folder {} cannot be made", dir.display()))?;
+
+    eprintln!(
+        "calibrating `{id}` on {} (fingerprint {}): {} design, {} shapes ({} held out), {} jobs x {} rounds, {} threads",
+        here.describe(),
+        here.fingerprint,
+        design.name,
+        design.points.len(),
+        design.points.iter().filter(|p| p.holdout).count(),
+        design.jobs_per_round(),
+        design.rounds,
+        pocketbench::runner::threads_for(&base, a.threads)
+    );
+    let bw = hostinfo::measure(buffer_mib << 20, if a.quick { 3 } else { hostinfo::PASSES });
+    eprintln!(
+        "bandwidth: read {:.1} GB/s with {} threads ({:.1} with 1), best of {} passes over {buffer_mib} MiB",
+        bw.read_all / 1e9,
+        bw.threads,
+        bw.read_1 / 1e9,
+        if a.quick { 3 } else { hostinfo::PASSES }
+    );
+    doc["facts"]["bandwidth"]["value"] = toml_edit::value(format!("{:.1} GB/s", bw.read_all / 1e9));
+    doc["facts"]["bandwidth"]["source"] = toml_edit::value(super::hostinfo_cmd::bandwidth_source(
+        &here,
+        &bw,
+        buffer_mib,
+        if a.quick { 3 } else { hostinfo::PASSES },
+    ));
+    let base = pocketbench::device::parse(Origin::File(target.path.clone()), &doc.to_string())?;
+
+    let data = home::data_dir().unwrap_or_else(pocketbench::probe::cache_dir);
+    let cache = session::cache_file(&data, &here.fingerprint, id);
+    if a.fresh && cache.exists() {
+        std::fs::remove_file(&cache).map_err(|e| pocketbench::Error::io(&cache, e))?;
+    }
+    let runner = super::run_cmd::runner_for(&base)?;
+    let measured = session::measure(runner.as_ref(), &base, &design, &settings, &cache, &mut render)?;
+    for (config, w, why) in &measured.missing {
+        eprintln!("warning: {config} at {w} has no measurement in any round: {why}");
+    }
+    if measured.points.iter().filter(|p| !p.holdout).count() == 0 {
+        return Err(Harness(format!(
+            "every measurement of the design failed; nothing was written (the cache {} keeps nothing to reuse)",
+            cache.display()
+        ))
+        .into());
+    }
+
+    let text = with_points(&doc.to_string(), &measured.points).map_err(|e| Harness(e.to_string()))?;
+    let mut fitted = pocketbench::device::parse(Origin::File(target.path.clone()), &text)?;
+    fitted.assess_on(&here);
+    let cal = calibrate(&fitted).map_err(pocketbench::Error::from).with_context(|| {
+        format!(
+            "the measurements do not fit; nothing was written (they stay cached in {}: rerun to reuse them, or --fresh)",
+            cache.display()
+        )
+    })?;
+    let note = if a.dry_run {
+        "not written (--dry-run)".to_string()
+    } else {
+        let out = fitted_text(&text, &fitted, &cal).map_err(Harness)?;
+        write_profile(&target.path, out.as_bytes()).map_err(pocketbench::Error::from)?;
+        // The cache belongs to an unfinished calibration: this one is done.
+        let _ = std::fs::remove_file(&cache);
+        format!("written to {}", target.path.display())
+    };
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&[&cal])?);
+    } else {
+        print_fit(&fitted, &cal, &note)?;
+        outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", started.elapsed().as_secs_f64());
+    }
+    check_threads(&fitted);
+    Ok(Code::Ok)
+}
+
+/// Render one progress event on stderr.
+fn render(p: Progress) {
+    match p {
+        Progress::Start { jobs, cached } if cached > 0 => {
+            eprintln!("{jobs} measurements, {cached} of them kept from the unfinished calibration before")
+        }
+        Progress::Start { jobs, .. } => eprintln!("{jobs} measurements"),
+        Progress::Measured { done, jobs, round, config, workload, decode_tok_s, cached } => eprintln!(
+            "[{done:>3}/{jobs}] round {round}: {config} at {workload}: {decode_tok_s:.1} tok/s decode{}",
+            if cached { " (kept)" } else { "" }
+        ),
+        Progress::Retry { config, workload, reason } => {
+            eprintln!("warning: {config} at {workload} failed ({reason}); trying once more")
+        }
+        Progress::Failed { config, workload, round, reason } => {
+            eprintln!("warning: {config} at {workload} failed twice in round {round} ({reason}); going on without it")
+        }
+    }
+}
+
+/// Say when the points disagree on the thread count (a design file can
+/// only give one, but an edited profile may not).
+fn check_threads(d: &Device) {
+    if d.calibrated_threads().is_none() {
+        eprintln!("warning: the points of `{}` were measured at different thread counts", d.id());
+    }
+}

@@ -1,0 +1,230 @@
+//! Host calibrations belong to the machine they were measured on: the
+//! foreign state said out loud, `calibrate --measure` on a tiny design, the
+//! per-machine profile folder, resuming a killed calibration, and the
+//! faults (a degenerate design, a foreign record, an unwritable folder).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The binary in the repository root (so `./devices` is found), with a
+/// data directory and a model cache of the test's own.
+fn pb(d: &Path) -> Command {
+    let mut c = Command::cargo_bin("pocketbench").unwrap();
+    c.current_dir(root()).env("POCKETBENCH_DATA_DIR", d.join("data")).env("POCKETBENCH_CACHE", d.join("cache"));
+    c
+}
+
+fn fingerprint(d: &Path) -> String {
+    let out = pb(d).args(["host-info", "--buffer-mib", "64", "--passes", "1", "--dry-run", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["host"]["fingerprint"].as_str().unwrap().to_string()
+}
+
+/// A design of tiny shapes: four fitted (two depths, two widths), one held out.
+fn tiny_design(d: &Path, rounds: u32) -> PathBuf {
+    let shape = |layers: u32, hidden: u32| {
+        format!(
+            "[[point]]\nmodel = {{ hidden = {hidden}, layers = {layers}, heads = 4, kv-heads = 2, head-dim = 32, ffn = 256, vocab = 512, context = 256 }}\n\
+             workloads = [{{ prompt = 1, gen = 8 }}, {{ prompt = 64, gen = 8 }}]\n"
+        )
+    };
+    let mut text = format!("name = \"tiny\"\nrounds = {rounds}\n");
+    for (l, h) in [(1, 128), (3, 128), (1, 192), (2, 160)] {
+        text.push_str(&shape(l, h));
+    }
+    text.push_str(&shape(2, 128));
+    text.push_str("holdout = true\n");
+    let f = d.join("tiny-design.toml");
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+#[test]
+fn a_profile_calibrated_on_another_machine_is_said_out_loud_wherever_host_predictions_show() {
+    let d = tempfile::tempdir().unwrap();
+    let foreign = "calibrated on another machine (AMD EPYC (Zen 5) VM, 2 vCPUs): run `pocketbench calibrate --device host --measure`";
+    pb(d.path()).arg("devices").assert().success().stdout(predicate::str::contains(foreign));
+    pb(d.path())
+        .args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "host"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!("calibration   profile `host` from devices/host.toml, {foreign}")));
+    let out = d.path().join("out");
+    let sweep =
+        pb(d.path()).args(["sweep", "sweeps/quick.toml", "--predict-only", "--out"]).arg(&out).assert().success();
+    let stderr = String::from_utf8_lossy(&sweep.get_output().stderr).to_string();
+    let advice = "calibrate this machine with `pocketbench calibrate --device host --measure --quick`";
+    assert_eq!(stderr.matches(advice).count(), 1, "said once: {stderr}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains(foreign), "{summary}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("calibrated on another machine (AMD EPYC (Zen 5) VM, 2 vCPUs)"));
+    // The committed profile is a prior: nothing was written anywhere.
+    assert!(!d.path().join("data").exists());
+}
+
+#[test]
+fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes() {
+    let d = tempfile::tempdir().unwrap();
+    let design = tiny_design(d.path(), 2);
+    let repo_profile = std::fs::read(root().join("devices/host.toml")).unwrap();
+    let fp = fingerprint(d.path());
+    // Kill the first calibration once it has finished three measurements.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pocketbench"))
+        .current_dir(root())
+        .env("POCKETBENCH_DATA_DIR", d.path().join("data"))
+        .env("POCKETBENCH_CACHE", d.path().join("cache"))
+        .args(["calibrate", "--device", "host", "--measure", "--threads", "1", "--buffer-mib", "64", "--design"])
+        .arg(&design)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = 0;
+    while seen < 3 {
+        let line = lines.next().expect("the calibration ended before three measurements").unwrap();
+        seen += usize::from(line.starts_with('['));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let profile = d.path().join("data/devices").join(&fp).join("host.toml");
+    assert!(!profile.exists(), "a killed calibration writes no profile");
+
+    let done = pb(d.path())
+        .args(["calibrate", "--device", "host", "--measure", "--threads", "1", "--buffer-mib", "64", "--design"])
+        .arg(&design)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&done.get_output().stderr).to_string();
+    assert!(stderr.contains("20 measurements, 3 of them kept from the unfinished calibration before"), "{stderr}");
+    assert_eq!(stderr.matches("(kept)").count(), 3, "{stderr}");
+    let stdout = String::from_utf8_lossy(&done.get_output().stdout).to_string();
+    assert!(stdout.contains("held-out decode: 2 point(s)"), "{stdout}");
+    assert!(stdout.contains(&format!("written to {}", profile.display())), "{stdout}");
+
+    // This machine's profile, found before ./devices; the repository's untouched.
+    let text = std::fs::read_to_string(&profile).unwrap();
+    assert!(text.contains(&format!("machine = \"{fp}\"")), "{text}");
+    assert!(text.contains("threads = 1"));
+    assert_eq!(std::fs::read(root().join("devices/host.toml")).unwrap(), repo_profile);
+    pb(d.path())
+        .arg("devices")
+        .assert()
+        .success()
+        .stdout(predicate::str::is_match(r"\nhost .* calibrated \(10 points\)\n").unwrap());
+    pb(d.path())
+        .args(["predict", "--hidden", "128", "--layers", "2", "--head-dim", "32", "--kv-heads", "2"])
+        .args(["--ffn", "256", "--vocab", "512", "--context", "256", "--device", "host", "--prompt", "1", "--gen", "8"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!("from {}, calibrated (10 points)\n", profile.display())));
+    // A finished calibration leaves no cache: the next one measures afresh.
+    assert!(!d.path().join("data/calibrations").join(&fp).join("host.jsonl").exists());
+    // A measurement at another thread count says it is outside the calibration.
+    pb(d.path())
+        .args(["run", "--hidden", "128", "--layers", "2", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
+        .args(["--vocab", "512", "--context", "256", "--device", "host", "--prompt", "16", "--gen", "8"])
+        .args(["--reps", "1", "--threads", "2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("outside the calibration: calibrated at 1 thread(s), measured at 2"));
+}
+
+#[test]
+fn a_calibration_that_cannot_fit_says_why_and_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("flat.toml");
+    let point = |hidden: u32| {
+        format!(
+            "[[point]]\nmodel = {{ hidden = {hidden}, layers = 2, heads = 4, kv-heads = 2, head-dim = 32, ffn = 256, vocab = 512, context = 256 }}\nworkloads = [{{ prompt = 1, gen = 8 }}]\n"
+        )
+    };
+    std::fs::write(&f, [128, 160, 192, 224].map(point).concat()).unwrap();
+    pb(d.path())
+        .args(["calibrate", "--device", "host", "--measure", "--design"])
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("flat.toml: a degenerate design: every fitted shape has the same depth"));
+    std::fs::write(&f, point(128)).unwrap();
+    pb(d.path())
+        .args(["calibrate", "--device", "host", "--measure", "--design"])
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("1 distinct fitted shape(s), the fit needs at least 4"));
+    assert!(!d.path().join("data").exists());
+}
+
+#[test]
+fn an_unwritable_data_directory_is_a_harness_error_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let blocker = d.path().join("data");
+    std::fs::write(&blocker, "a file where the data directory must be").unwrap();
+    pb(d.path())
+        .args(["host-info", "--buffer-mib", "64", "--passes", "1"])
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(blocker.join("devices").display().to_string()));
+    pb(d.path())
+        .args(["calibrate", "--device", "host", "--measure", "--buffer-mib", "64", "--design"])
+        .arg(tiny_design(d.path(), 1))
+        .assert()
+        .code(3)
+        .stderr(
+            predicate::str::contains("this machine's profile folder")
+                .and(predicate::str::contains(blocker.join("devices").display().to_string())),
+        )
+        // Refused before a single measurement.
+        .stderr(predicate::str::contains("round 1").not());
+}
+
+#[test]
+fn a_record_of_another_machine_is_refused_by_calibrate_add_unless_forced() {
+    let d = tempfile::tempdir().unwrap();
+    let out = pb(d.path())
+        .args(["run", "--hidden", "128", "--layers", "2", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
+        .args(["--vocab", "512", "--context", "256", "--device", "host", "--prompt", "16", "--gen", "8"])
+        .args(["--reps", "1", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    rec["measurement"]["probe"]["host"]["fingerprint"] = "0000deadbeef".into();
+    rec["measurement"]["probe"]["host"]["cpu"] = "Some Other CPU".into();
+    let f = d.path().join("foreign.json");
+    std::fs::write(&f, rec.to_string()).unwrap();
+    pb(d.path())
+        .args(["calibrate", "--device", "host", "--add"])
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("measured on another machine (Some Other CPU")
+                .and(predicate::str::contains("fingerprint 0000deadbeef), not this one")),
+        )
+        .stderr(predicate::str::contains("pass --force to add it anyway"));
+    // Forced, into a copy of the repository's profile (whose own points fit).
+    let devices = d.path().join("devices");
+    std::fs::create_dir(&devices).unwrap();
+    std::fs::copy(root().join("devices/host.toml"), devices.join("host.toml")).unwrap();
+    pb(d.path())
+        .args(["calibrate", "--device", "host", "--force", "--devices-dir"])
+        .arg(&devices)
+        .arg("--add")
+        .arg(&f)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("added L2-d128"));
+    let text = std::fs::read_to_string(devices.join("host.toml")).unwrap();
+    assert!(text.contains("machine = \"0000deadbeef\""), "{text}");
+}
