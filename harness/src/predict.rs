@@ -96,7 +96,7 @@ pub fn decode_terms(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Wor
         cache_share: dev.params.cache_share(bytes),
         transfer_s: bytes / dev.bandwidth,
         layers: shape.layers as f64,
-        attention_scores: attention_scores(shape, w),
+        attention_scores: attention_scores(shape, w, dev),
     }
 }
 
@@ -109,8 +109,19 @@ pub fn matmul_weight_bytes(shape: &Shape, acct: &Accounting) -> f64 {
 
 /// Attention work per decode step at the mean context, in scores of 64
 /// dimensions: layer x query head x cached position x head_dim / 64.
-fn attention_scores(shape: &Shape, w: &Workload) -> f64 {
-    shape.layers as f64 * shape.heads as f64 * w.mean_decode_context() * shape.head_dim as f64 / 64.0
+fn attention_scores(shape: &Shape, w: &Workload, dev: &DeviceModel) -> f64 {
+    let scores = shape.layers as f64 * shape.heads as f64 * w.mean_decode_context() * shape.head_dim as f64 / 64.0;
+    scores * attention_imbalance(shape.kv_heads, dev.attention_threads)
+}
+
+/// The critical path of decode attention split by KV head over `threads`,
+/// relative to a perfect split: `threads x ceil(kv / threads) / kv` (1 KV
+/// head on 2 threads: 2, 3 on 2: 4/3, 4 on 2: 1).
+pub fn attention_imbalance(kv_heads: u32, threads: Option<u32>) -> f64 {
+    match threads {
+        Some(t) if t > 1 && kv_heads > 0 => (t * kv_heads.div_ceil(t)) as f64 / kv_heads as f64,
+        _ => 1.0,
+    }
 }
 
 fn decode_bytes_per_token(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> f64 {
@@ -140,7 +151,7 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
     let eff_bw = p.efficiency_for(bytes_per_token) * dev.bandwidth;
     // Attention work grows with the context; engines whose attention kernel
     // hides behind memory traffic leave it unmodelled (cost 0).
-    let attention_s = attention_scores(shape, w) * p.attention_cost;
+    let attention_s = attention_scores(shape, w, dev) * p.attention_cost;
     let decode_s = w.gen as f64 * (bytes_per_token / eff_bw + attention_s + step_fixed);
 
     let prompt = w.prompt as f64;
@@ -183,6 +194,7 @@ mod tests {
             kv_bits: 16,
             act_bits: 16,
             prefill_chunk: None,
+            attention_threads: None,
             params: ModelParams {
                 bandwidth_efficiency: 0.5,
                 layer_cost: 10e-6,
@@ -197,6 +209,26 @@ mod tests {
                 active_power: 2.0,
             },
         }
+    }
+
+    #[test]
+    fn attention_split_by_kv_head_waits_for_the_busiest_thread() {
+        assert_eq!(attention_imbalance(2, Some(2)), 1.0);
+        assert_eq!(attention_imbalance(1, Some(2)), 2.0);
+        assert!((attention_imbalance(3, Some(2)) - 4.0 / 3.0).abs() < 1e-12);
+        assert_eq!(attention_imbalance(8, Some(2)), 1.0);
+        assert_eq!(attention_imbalance(1, Some(1)), 1.0);
+        assert_eq!(attention_imbalance(1, None), 1.0);
+        // In a prediction: one KV head on two threads doubles the attention time.
+        let mut d = dev();
+        d.params.attention_cost = 10e-9;
+        let s = Shape { kv_heads: 1, ..preset("mnn-pocket-0.3b").unwrap().shape };
+        let w = Workload::reference();
+        let plain = predict(&s, &s.accounting(), &d, &w).decode_s;
+        d.attention_threads = Some(2);
+        let split = predict(&s, &s.accounting(), &d, &w).decode_s;
+        let attention = w.gen as f64 * attention_scores(&s, &w, &dev()) * 10e-9;
+        assert!((split - plain - attention).abs() < 1e-9 * split, "{split} {plain} {attention}");
     }
 
     #[test]

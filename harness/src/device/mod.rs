@@ -137,6 +137,9 @@ pub struct DeviceModel {
     pub act_bits: u32,
     /// Prefill chunk.
     pub prefill_chunk: Option<u32>,
+    /// Threads decode attention is split over by KV head (see
+    /// [`Engine::attention_split`]); `None`: not modelled.
+    pub attention_threads: Option<u32>,
     /// Fitted or prior parameters.
     pub params: ModelParams,
 }
@@ -402,6 +405,7 @@ impl Device {
             kv_bits: p.engine.kv_bits,
             act_bits: p.engine.act_bits,
             prefill_chunk: p.engine.prefill_chunk,
+            attention_threads: p.engine.attention_split.and(p.engine.threads),
             params,
         };
         let digest = digest(&p.calibration, &p.model.fit, &model);
@@ -505,6 +509,7 @@ fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
         .filter(|p| !fit.contains(p))
         .filter(|p| !(later.contains(p) && m.params.get(**p) == 0.0))
         .map(|p| (p.key(), m.params.get(*p)))
+        .chain(m.attention_threads.map(|t| ("attention-threads", t as f64)))
         .collect();
     let facts = (m.bandwidth, m.compute, m.kv_bits, m.act_bits, m.prefill_chunk);
     let text = serde_json::to_string(&(points, fit, facts, fixed)).unwrap_or_default();

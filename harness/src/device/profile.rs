@@ -162,6 +162,20 @@ pub struct Engine {
     /// device it can reach (default `candle`).
     #[serde(default)]
     pub probe: crate::probe::EngineKind,
+    /// How the engine splits decode attention over its threads (default: not
+    /// modelled). `kv-heads`: one task per KV head, so with fewer KV heads
+    /// than threads, or a count that does not divide evenly, the critical
+    /// path is `ceil(kv / threads)` heads (the native engine's schedule).
+    #[serde(default)]
+    pub attention_split: Option<AttentionSplit>,
+}
+
+/// See [`Engine::attention_split`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionSplit {
+    /// One task per KV head (its whole query group).
+    KvHeads,
 }
 
 fn sixteen() -> u32 {
