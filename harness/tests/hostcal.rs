@@ -228,3 +228,45 @@ fn a_record_of_another_machine_is_refused_by_calibrate_add_unless_forced() {
     let text = std::fs::read_to_string(devices.join("host.toml")).unwrap();
     assert!(text.contains("machine = \"0000deadbeef\""), "{text}");
 }
+
+#[test]
+fn a_calibration_whose_every_measurement_fails_says_so_and_writes_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    pb(d.path())
+        .env("POCKETBENCH_FAULT", "crash")
+        .args(["calibrate", "--device", "host", "--measure", "--buffer-mib", "64", "--design"])
+        .arg(tiny_design(d.path(), 1))
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains(
+            "failed (probe failed (exit 3): error: injected fault: crash); trying once more",
+        ))
+        .stderr(predicate::str::contains("failed twice in round 1"))
+        .stderr(predicate::str::contains("every measurement of the design failed; nothing was written"));
+    let fp = fingerprint(d.path());
+    assert!(!d.path().join("data/devices").join(fp).join("host.toml").exists(), "no profile was written");
+}
+
+#[test]
+fn a_calibration_measured_through_another_engine_build_is_said_out_loud() {
+    let d = tempfile::tempdir().unwrap();
+    let fp = fingerprint(d.path());
+    pb(d.path())
+        .args(["calibrate", "--device", "host", "--measure", "--buffer-mib", "64", "--design"])
+        .arg(tiny_design(d.path(), 1))
+        .assert()
+        .success();
+    let profile = d.path().join("data/devices").join(&fp).join("host.toml");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    let build = text.lines().find(|l| l.starts_with("engine-build = ")).unwrap().to_string();
+    std::fs::write(
+        &profile,
+        text.replace(&build, "engine-build = \"pocketbench native engine source 000000000000, opt-level 3\""),
+    )
+    .unwrap();
+    // The points changed, so the fit is refreshed first; the build stays another one.
+    pb(d.path()).args(["calibrate", "--device", "host"]).assert().success();
+    pb(d.path()).arg("devices").assert().success().stdout(predicate::str::contains(
+        "calibrated with another engine build (pocketbench native engine source 000000000000, opt-level 3): run `pocketbench calibrate --device host --measure`",
+    ));
+}

@@ -85,5 +85,13 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
             }
         );
     }
+    if let Some(here) = devices.here() {
+        outln!("\nthis machine: {} (fingerprint {})", here.describe(), here.fingerprint);
+        match devices.home() {
+            Some(home) if home.is_dir() => outln!("its own profiles: {}", home.display()),
+            Some(home) => outln!("its own profiles: none yet ({} once calibrated)", home.display()),
+            None => {}
+        }
+    }
     Ok(Code::Ok)
 }
