@@ -448,21 +448,18 @@ pub fn with_points(text: &str, points: &[crate::device::PointToml]) -> Result<St
 
 /// `device`'s profile with `points` added, as a calibration of it is
 /// written ([`Devices::writable`]: this machine's own copy for a local
-/// device): the file it goes to, its text, and the profile as it then
-/// reads, assessed against this machine. Nothing is written.
+/// device): the profile as it then reads, assessed against this machine,
+/// and the file with its new text. Nothing is written.
 pub fn with_points_added(
     devices: &Devices,
     device: &Device,
     points: &[crate::device::PointToml],
-) -> Result<(Device, String), crate::Error> {
-    let target = devices.writable(device)?;
-    let text = with_points(&target.text, points)
+) -> Result<(Device, crate::device::Writable), crate::Error> {
+    let mut target = devices.writable(device)?;
+    target.text = with_points(&target.text, points)
         .map_err(|e| CalibrationError::Write { path: target.path.display().to_string(), message: e.to_string() })?;
-    let mut d = crate::device::parse(Origin::File(target.path), &text)?;
-    if let Some(here) = devices.here() {
-        d.assess_on(here);
-    }
-    Ok((d, text))
+    let d = devices.reread(&target.path, &target.text)?;
+    Ok((d, target))
 }
 
 /// A calibration point from a measured record: every shape field written out,

@@ -40,7 +40,7 @@ pub struct CalibrateArgs {
     /// own profile (see `devices`).
     #[arg(long, requires = "device", conflicts_with = "add")]
     pub measure: bool,
-    /// With --measure: the smaller built-in design (6 + 3 held-out shapes;
+    /// With --measure: the smaller built-in design (7 + 3 held-out shapes;
     /// about 3 minutes on 2 cores, against under 10 for the full one).
     #[arg(long, requires = "measure")]
     pub quick: bool,
@@ -99,14 +99,14 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         }
         // The points are added in memory and fitted first: a fit that fails
         // writes nothing; with --dry-run nothing is written either way.
-        let (device, text) = pocketbench::calibrate::with_points_added(devices, device, &points)
+        let (device, target) = pocketbench::calibrate::with_points_added(devices, device, &points)
             .with_context(|| format!("adding calibration points to the profile of `{id}`"))?;
         calibrate(&device)
             .map_err(pocketbench::Error::from)
             .context("the points were not added (nothing was written)")?;
         if !a.dry_run {
-            let Origin::File(path) = &device.origin else { unreachable!("with_points_added gives a file") };
-            pocketbench::calibrate::write_profile(path, text.as_bytes()).map_err(pocketbench::Error::from)?;
+            pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())
+                .map_err(pocketbench::Error::from)?;
         }
         for what in added {
             eprintln!("{} {what} to {}", if a.dry_run { "would add" } else { "added" }, device.origin);

@@ -11,7 +11,7 @@ use pocketbench::calibrate::design::Design;
 use pocketbench::calibrate::session::{self, Progress};
 use pocketbench::calibrate::{calibrate, fitted_text, with_points, write_profile};
 use pocketbench::device::{home, Origin};
-use pocketbench::device::{Device, Devices, FreeParam};
+use pocketbench::device::{Devices, FreeParam};
 use pocketbench::hostinfo;
 use pocketbench::runner::JobSettings;
 
@@ -91,21 +91,17 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         design.rounds,
         pocketbench::runner::threads_for(&base, a.threads)
     );
-    let bw = hostinfo::measure(buffer_mib << 20, if a.quick { 3 } else { hostinfo::PASSES });
+    let passes = if a.quick { 3 } else { hostinfo::PASSES };
+    let bw = hostinfo::measure(buffer_mib << 20, passes);
     eprintln!(
-        "bandwidth: read {:.1} GB/s with {} threads ({:.1} with 1), best of {} passes over {buffer_mib} MiB",
+        "bandwidth: read {:.1} GB/s with {} threads ({:.1} with 1), best of {passes} passes over {buffer_mib} MiB",
         bw.read_all / 1e9,
         bw.threads,
         bw.read_1 / 1e9,
-        if a.quick { 3 } else { hostinfo::PASSES }
     );
     doc["facts"]["bandwidth"]["value"] = toml_edit::value(format!("{:.1} GB/s", bw.read_all / 1e9));
-    doc["facts"]["bandwidth"]["source"] = toml_edit::value(super::hostinfo_cmd::bandwidth_source(
-        &here,
-        &bw,
-        buffer_mib,
-        if a.quick { 3 } else { hostinfo::PASSES },
-    ));
+    doc["facts"]["bandwidth"]["source"] =
+        toml_edit::value(super::hostinfo_cmd::bandwidth_source(&here, &bw, buffer_mib, passes));
     let base = pocketbench::device::parse(Origin::File(target.path.clone()), &doc.to_string())?;
 
     let data = home::data_dir().unwrap_or_else(pocketbench::probe::cache_dir);
@@ -127,8 +123,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     }
 
     let text = with_points(&doc.to_string(), &measured.points).map_err(|e| Harness(e.to_string()))?;
-    let mut fitted = pocketbench::device::parse(Origin::File(target.path.clone()), &text)?;
-    fitted.assess_on(&here);
+    let fitted = devices.reread(&target.path, &text)?;
     let cal = calibrate(&fitted).map_err(pocketbench::Error::from).with_context(|| {
         format!(
             "the measurements do not fit; nothing was written (they stay cached in {}: rerun to reuse them, or --fresh)",
@@ -150,7 +145,6 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         print_fit(&fitted, &cal, &note)?;
         outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", started.elapsed().as_secs_f64());
     }
-    check_threads(&fitted);
     Ok(Code::Ok)
 }
 
@@ -171,13 +165,5 @@ fn render(p: Progress) {
         Progress::Failed { config, workload, round, reason } => {
             eprintln!("warning: {config} at {workload} failed twice in round {round} ({reason}); going on without it")
         }
-    }
-}
-
-/// Say when the points disagree on the thread count (a design file can
-/// only give one, but an edited profile may not).
-fn check_threads(d: &Device) {
-    if d.calibrated_threads().is_none() {
-        eprintln!("warning: the points of `{}` were measured at different thread counts", d.id());
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 use pocketbench::capability::{capability, ProxySettings};
-use pocketbench::device::{Device, Devices, Origin, Transport};
+use pocketbench::device::{Device, Devices, Transport};
 use pocketbench::record::{measured, Record};
 use pocketbench::runner::{HostRunner, Job, JobSettings, Runner};
 
@@ -132,9 +132,9 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     }
     if a.save_point {
         let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
-        let (saved, text) = pocketbench::calibrate::with_points_added(devices, device, std::slice::from_ref(&point))?;
-        let Origin::File(path) = &saved.origin else { unreachable!("with_points_added gives a file") };
-        pocketbench::calibrate::write_profile(path, text.as_bytes()).map_err(pocketbench::Error::from)?;
+        let (saved, target) = pocketbench::calibrate::with_points_added(devices, device, std::slice::from_ref(&point))?;
+        pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())
+            .map_err(pocketbench::Error::from)?;
         eprintln!(
             "appended a{} calibration point to {}; run `pocketbench calibrate --device {}` to refit",
             if a.holdout { " held-out" } else { "" },

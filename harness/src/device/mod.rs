@@ -172,11 +172,6 @@ pub enum CalibrationState {
 }
 
 impl CalibrationState {
-    /// Whether predictions rest on a fit of this device as it is now.
-    pub fn is_calibrated(&self) -> bool {
-        matches!(self, CalibrationState::Calibrated { .. })
-    }
-
     /// The one command that brings a device in this state to
     /// "calibrated", if there is one. Only a local device can be measured
     /// by `calibrate --measure`.

@@ -175,6 +175,17 @@ impl Devices {
         self.home.as_deref()
     }
 
+    /// The profile `text` as it reads from `path` on this machine: parsed,
+    /// validated and assessed against this machine (a profile about to be
+    /// written, or just changed in memory).
+    pub fn reread(&self, path: &Path, text: &str) -> Result<Device, Error> {
+        let mut d = super::parse(Origin::File(path.to_path_buf()), text)?;
+        if let Some(here) = &self.here {
+            d.assess_on(here);
+        }
+        Ok(d)
+    }
+
     /// Where a calibration of `d` is written: `d`'s own file when it is
     /// this machine's already, or when profiles came from `--devices-dir`
     /// (which wins) or the platform has no data directory; otherwise a new
