@@ -19,6 +19,7 @@ pub mod device;
 pub mod event;
 pub mod external;
 pub mod fit;
+pub mod gate;
 pub mod hostinfo;
 pub mod kernels;
 pub mod meter;
@@ -31,6 +32,8 @@ pub mod runner;
 pub mod stats;
 pub mod store;
 pub mod sweep;
+#[cfg(test)]
+mod testing;
 pub mod units;
 pub mod workload;
 

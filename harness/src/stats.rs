@@ -101,6 +101,22 @@ impl Summary {
     }
 }
 
+/// Median of a non-empty slice (sorts it in place).
+pub fn median_mut(v: &mut [f64]) -> f64 {
+    v.sort_unstable_by(f64::total_cmp);
+    let k = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[k]
+    } else {
+        (v[k - 1] + v[k]) / 2.0
+    }
+}
+
+/// Median of a non-empty slice.
+pub fn median(v: &[f64]) -> f64 {
+    median_mut(&mut v.to_vec())
+}
+
 fn median_of(v: &[f64]) -> f64 {
     Data::new(v.to_vec()).median()
 }
@@ -199,6 +215,13 @@ mod tests {
         assert_eq!(Sample::new(vec![1.0]).unwrap_err(), SampleError::TooFew(1));
         assert_eq!(Sample::new(vec![1.0, f64::NAN]).unwrap_err(), SampleError::NotFinite(1));
         assert!(serde_json::from_str::<Sample>("[1.0]").is_err());
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
     }
 
     #[test]

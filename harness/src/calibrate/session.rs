@@ -21,6 +21,7 @@ use crate::capability::{capability, ProxySettings};
 use crate::device::{Device, PointToml};
 use crate::record::{measured, Record};
 use crate::runner::{Job, JobSettings, Runner};
+use crate::stats::median;
 use crate::workload::Workload;
 
 /// Prompts shorter than this give no prefill figure to the fit: their
@@ -213,26 +214,15 @@ pub fn measure(
     Ok(out)
 }
 
-/// Median of a non-empty list.
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
-
 /// One point from a (shape, workload)'s rounds: the median of each figure.
 fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointToml {
     use crate::units::{ByteSize, TokRate};
     let base = recs[0];
     let mut p = super::point_from_record(base, holdout).expect("measured records");
-    p.decode = Some(TokRate(median(recs.iter().map(|r| r.decode_tok_s).collect())));
+    p.decode = Some(TokRate(median(&recs.iter().map(|r| r.decode_tok_s).collect::<Vec<_>>())));
     p.prefill = (base.prompt_tokens >= MIN_PREFILL_PROMPT)
-        .then(|| TokRate(median(recs.iter().map(|r| r.prefill_tok_s).collect())));
-    p.peak_memory = Some(ByteSize(median(recs.iter().map(|r| r.peak_mem_increase_mb * 1e6).collect())));
+        .then(|| TokRate(median(&recs.iter().map(|r| r.prefill_tok_s).collect::<Vec<_>>())));
+    p.peak_memory = Some(ByteSize(median(&recs.iter().map(|r| r.peak_mem_increase_mb * 1e6).collect::<Vec<_>>())));
     let m = base.measurement.as_ref().expect("measured records");
     p.source = format!(
         "measured {} by `pocketbench calibrate --measure` ({design} design, {shape}): median of {} round-robin round(s) of 1 repetition each; {} {}, {} threads (timer; VmHWM){}",
@@ -244,16 +234,4 @@ fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointT
         if p.prefill.is_none() { "; prefill not fitted at a prompt this short" } else { "" }
     );
     p
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0]), 2.5);
-        assert_eq!(median(vec![7.0]), 7.0);
-    }
 }

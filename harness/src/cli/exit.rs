@@ -3,7 +3,7 @@
 //! | code | meaning |
 //! |---:|---|
 //! | 0 | success |
-//! | 1 | a budget failed where the user asked to fail on it (`--fail-on-budget`, `--require-feasible`) |
+//! | 1 | a budget failed where the user asked to fail on it (`--fail-on-budget`, `--require-feasible`); `gate`: a regression or a broken budget |
 //! | 2 | usage or configuration error (bad flags, malformed TOML, impossible shape) |
 //! | 3 | harness or device error (I/O, a runner failed) |
 
@@ -14,8 +14,9 @@ use std::process::ExitCode;
 pub enum Code {
     /// 0.
     Ok = 0,
-    /// 1.
-    BudgetFailed = 1,
+    /// 1: a budget failed (where asked to fail on it), or the gate found a
+    /// regression or a broken budget.
+    Failed = 1,
     /// 2.
     Usage = 2,
     /// 3.
@@ -39,6 +40,9 @@ pub fn classify(err: &anyhow::Error) -> Code {
                 pocketbench::report::ReportError::Parse { .. } => Code::Usage,
                 _ => Code::Harness,
             };
+        }
+        if let Some(e) = cause.downcast_ref::<pocketbench::gate::source::SourceError>() {
+            return if e.is_usage() { Code::Usage } else { Code::Harness };
         }
         if cause.downcast_ref::<Usage>().is_some() {
             return Code::Usage;

@@ -15,6 +15,7 @@ mod calibrate_cmd;
 mod calibrate_measure;
 mod devices_cmd;
 pub mod exit;
+mod gate_cmd;
 mod hostinfo_cmd;
 mod predict_cmd;
 mod probe_cmd;
@@ -44,7 +45,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 ok, 1 a budget failed where asked to fail on it, 2 usage or configuration error, 3 harness or device error.";
+const EXIT_CODES: &str = "Exit codes: 0 ok (gate: pass or inconclusive), 1 a budget failed where asked to fail on it (gate: a regression or a broken budget), 2 usage or configuration error, 3 harness or device error.";
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
@@ -72,6 +73,8 @@ pub enum Command {
     Probe(probe_cmd::ProbeArgs),
     /// Write a configuration as a GGUF file with the probe's seeded weights.
     ExportGguf(probe_cmd::ExportArgs),
+    /// Compare a candidate's measured results with a baseline's: fail on a real regression or a broken budget.
+    Gate(gate_cmd::GateArgs),
     /// Measure this host's memory bandwidth and record it in the host profile.
     HostInfo(hostinfo_cmd::HostInfoArgs),
 }
@@ -180,6 +183,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Code> {
         Command::Run(a) => run_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Probe(a) => probe_cmd::run(&a),
         Command::ExportGguf(a) => probe_cmd::export(&a),
+        Command::Gate(a) => gate_cmd::run(&a),
         Command::HostInfo(a) => hostinfo_cmd::run(&a, &devices(&cli.devices_dir)?),
     }
 }

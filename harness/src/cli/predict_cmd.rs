@@ -57,5 +57,5 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> anyhow::Result<Code> {
         outln!("  capability    {:>9.1}         {}", r.capability, r.capability_source);
         outln!("  feasible      {}", if r.feasible { "yes" } else { "no" });
     }
-    Ok(if a.fail_on_budget && !r.feasible { Code::BudgetFailed } else { Code::Ok })
+    Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
 }

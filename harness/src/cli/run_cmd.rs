@@ -142,7 +142,7 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
             device.id()
         );
     }
-    Ok(if a.fail_on_budget && !r.feasible { Code::BudgetFailed } else { Code::Ok })
+    Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
 }
 
 fn print_measured(r: &Record) -> anyhow::Result<()> {

@@ -250,7 +250,7 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     drop(reporter);
     print_summary(&report)?;
     let infeasible = report.outcome.devices.iter().any(|d| d.feasible == 0);
-    Ok(if a.require_feasible && infeasible { Code::BudgetFailed } else { Code::Ok })
+    Ok(if a.require_feasible && infeasible { Code::Failed } else { Code::Ok })
 }
 
 fn print_summary(report: &SweepReport) -> anyhow::Result<()> {

@@ -1,8 +1,8 @@
 use super::*;
 use crate::device::Devices;
 use crate::event::Collect;
-use crate::probe::{BuildInfo, HostFacts, ProbeResult, Rep};
 use crate::sweep::{Plan, PlanOptions};
+use crate::testing::probe_for;
 
 fn plan() -> Plan {
     let toml = "[sweep]\nname = \"t\"\ndevices = [\"iphone-18-pro\", \"host\"]\n[workload]\nprompt = 16\ngen = 8\n\
@@ -23,38 +23,6 @@ fn new_store(dir: &Path, plan: &Plan, devices: &[&crate::device::Device]) -> Sto
     s.create_sweep(&sweep, &rows, &shapes).unwrap();
     s.start_run("pocketbench test", None, "{}").unwrap();
     s
-}
-
-fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
-    ProbeResult {
-        config_id: rec.config_id.clone(),
-        engine: "candle".into(),
-        engine_version: "test".into(),
-        workload: crate::workload::Workload::new(rec.prompt_tokens, rec.gen_tokens, None).unwrap(),
-        threads: 1,
-        warmup: 1,
-        reps: reps
-            .iter()
-            .map(|d| Rep {
-                load_s: Some(0.01),
-                prefill_s: 0.1,
-                ttft_s: 0.11,
-                decode_s: rec.gen_tokens as f64 / d,
-                prefill_tok_s: 160.0,
-                decode_tok_s: *d,
-                energy: None,
-            })
-            .collect(),
-        baseline_rss_bytes: 1 << 20,
-        peak_hwm_bytes: 3 << 20,
-        peak_increase_bytes: 2 << 20,
-        model_file_bytes: 1 << 20,
-        energy_not_measured: Some("no meter here".into()),
-        read_bandwidth: None,
-        host: HostFacts::collect(),
-        build: BuildInfo::current(),
-        methods: Default::default(),
-    }
 }
 
 #[test]

@@ -112,6 +112,9 @@ impl Plan {
         if objectives.is_empty() {
             return Err(invalid("frontier.objectives", "names no objective".into()));
         }
+        if let Some(g) = &t.gate {
+            g.validate().map_err(|m| invalid("gate", m))?;
+        }
         let s = &t.space;
         if s.ffn.is_some() == s.ffn_mult.is_some() {
             return Err(invalid("space", "give exactly one of `ffn` and `ffn-mult`".into()));

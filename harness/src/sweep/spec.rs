@@ -29,6 +29,9 @@ pub struct SweepToml {
     /// Frontier settings.
     #[serde(default)]
     pub frontier: FrontierToml,
+    /// The regression gate's settings (`pocketbench gate --sweep FILE`).
+    #[serde(default)]
+    pub gate: Option<crate::gate::Settings>,
 }
 
 /// Sweep identity.

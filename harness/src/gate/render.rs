@@ -1,0 +1,253 @@
+//! The gate's verdict as JUnit XML (one testcase per configuration x device
+//! x metric) and as Markdown for `$GITHUB_STEP_SUMMARY`. Pure functions of
+//! the [`Verdict`]: rendered from data, never from the run.
+
+use std::fmt::Write;
+
+use super::{Comparison, Outcome, Status, Verdict};
+
+/// GitHub refuses a step summary over 1 MiB.
+pub const SUMMARY_LIMIT: usize = 1 << 20;
+
+/// Escape text for an XML attribute or element: HTML's escapes, which are
+/// XML's too, after the control characters XML 1.0 forbids even escaped.
+fn xml(s: &str) -> String {
+    let clean: String =
+        s.chars().map(|c| if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') { ' ' } else { c }).collect();
+    crate::report::html::escape(&clean)
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map_or_else(String::new, |x| format!("{x}"))
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "pass",
+        Status::Regression => "regression",
+        Status::Improvement => "improvement",
+        Status::Inconclusive => "inconclusive",
+        Status::Invalid => "invalid",
+        Status::NotMeasured => "not-measured",
+    }
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Inconclusive => "inconclusive",
+        Outcome::Fail => "fail",
+    }
+}
+
+/// The one-line reason a failing comparison fails.
+pub fn failure_line(c: &Comparison) -> String {
+    let mut parts = Vec::new();
+    if c.status == Status::Regression {
+        parts.push(c.reason.clone());
+    }
+    if let Some(b) = c.budget.filter(|_| c.budget_failed()) {
+        parts.push(format!(
+            "budget broken: {} {:.1} {} against a limit of {} ({}{})",
+            c.metric.name(),
+            b.value,
+            c.unit,
+            b.limit.map_or_else(|| "none".into(), |l| format!("{l:.1}")),
+            b.margin.map_or_else(String::new, |m| format!("{:+.1}% margin", m * 100.0)),
+            if b.measured { "" } else { ", a predicted figure" },
+        ));
+    }
+    parts.join("; ")
+}
+
+/// JUnit XML.
+pub fn junit(v: &Verdict) -> String {
+    let failures = v.comparisons.iter().filter(|c| c.fails()).count();
+    let skipped = v
+        .comparisons
+        .iter()
+        .filter(|c| !c.fails() && matches!(c.status, Status::Inconclusive | Status::Invalid | Status::NotMeasured))
+        .count();
+    let tests = v.comparisons.len();
+    let mut o = String::new();
+    o.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        o,
+        "<testsuites name=\"pocketbench gate\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">"
+    );
+    let _ = writeln!(
+        o,
+        "  <testsuite name=\"pocketbench gate: {} against {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
+        xml(&v.candidate.path),
+        xml(&v.baseline.path)
+    );
+    o.push_str("    <properties>\n");
+    let s = &v.settings;
+    for (k, val) in [
+        ("outcome", outcome_name(v.outcome).to_string()),
+        ("tool", v.tool.clone()),
+        ("baseline", v.baseline.path.clone()),
+        ("candidate", v.candidate.path.clone()),
+        ("alpha", s.alpha.to_string()),
+        ("min-effect-speed", s.min_effect_speed.to_string()),
+        ("min-effect-energy", s.min_effect_energy.to_string()),
+        ("min-effect-memory", s.min_effect_memory.to_string()),
+        ("min-effect-memory-mb", s.min_effect_memory_mb.to_string()),
+        ("min-samples", s.min_samples.to_string()),
+        ("confidence", s.confidence.to_string()),
+        (
+            "effect-rule",
+            serde_json::to_value(s.effect_rule).ok().and_then(|x| x.as_str().map(str::to_owned)).unwrap_or_default(),
+        ),
+        ("only-in-baseline", v.only_in_baseline.len().to_string()),
+        ("only-in-candidate", v.only_in_candidate.len().to_string()),
+    ] {
+        let _ = writeln!(o, "      <property name=\"{k}\" value=\"{}\"/>", xml(&val));
+    }
+    o.push_str("    </properties>\n");
+    for c in &v.comparisons {
+        let class = format!("{}.{}", c.key.device, c.config_name);
+        let name = format!("{} ({}+{}, {})", c.metric.name(), c.key.prompt_tokens, c.key.gen_tokens, c.key.engine);
+        let _ = writeln!(o, "    <testcase classname=\"{}\" name=\"{}\">", xml(&class), xml(&name));
+        o.push_str("      <properties>\n");
+        for (k, val) in [
+            ("status", status_name(c.status).to_string()),
+            ("config-id", c.key.config_id.clone()),
+            ("unit", c.unit.clone()),
+            ("baseline-n", c.baseline.n.to_string()),
+            ("baseline-median", num(c.baseline.median)),
+            ("candidate-n", c.candidate.n.to_string()),
+            ("candidate-median", num(c.candidate.median)),
+            ("ratio", num(c.ratio)),
+            ("ratio-lo", num(c.ratio_lo)),
+            ("ratio-hi", num(c.ratio_hi)),
+            ("p-regression", num(c.p_regression)),
+            ("p-regression-holm", num(c.p_regression_holm)),
+            ("p-improvement", num(c.p_improvement)),
+            ("p-improvement-holm", num(c.p_improvement_holm)),
+            ("min-effect", c.min_effect.to_string()),
+            ("method", c.method.clone()),
+            ("reason", c.reason.clone()),
+        ] {
+            let _ = writeln!(o, "        <property name=\"{k}\" value=\"{}\"/>", xml(&val));
+        }
+        o.push_str("      </properties>\n");
+        if c.fails() {
+            let kind = if c.status == Status::Regression { "regression" } else { "budget" };
+            let _ = writeln!(o, "      <failure type=\"{kind}\" message=\"{}\"/>", xml(&failure_line(c)));
+        } else if matches!(c.status, Status::Inconclusive | Status::Invalid | Status::NotMeasured) {
+            let _ = writeln!(o, "      <skipped message=\"{}\"/>", xml(&c.reason));
+        }
+        o.push_str("    </testcase>\n");
+    }
+    o.push_str("  </testsuite>\n</testsuites>\n");
+    o
+}
+
+fn md(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn ratio_cell(c: &Comparison) -> String {
+    match (c.ratio, c.ratio_lo, c.ratio_hi) {
+        (Some(r), Some(lo), Some(hi)) => format!("{r:.3} ({lo:.3}..{hi:.3})"),
+        (Some(r), _, _) => format!("{r:.3}"),
+        _ => "-".into(),
+    }
+}
+
+/// Markdown for `$GITHUB_STEP_SUMMARY`, at most `limit` bytes: rows past
+/// the limit are dropped with a note saying how many.
+pub fn summary(v: &Verdict, limit: usize) -> String {
+    let mut head = String::new();
+    let icon = match v.outcome {
+        Outcome::Pass => "passed",
+        Outcome::Inconclusive => "passed with warnings (inconclusive)",
+        Outcome::Fail => "FAILED",
+    };
+    let _ = writeln!(head, "## pocketbench gate: {icon}\n");
+    let _ = writeln!(
+        head,
+        "Candidate `{}` ({}, {} measured records) against baseline `{}` ({}, {} measured records).\n",
+        md(&v.candidate.path),
+        v.candidate.kind,
+        v.candidate.measured,
+        md(&v.baseline.path),
+        v.baseline.kind,
+        v.baseline.measured
+    );
+    let s = &v.settings;
+    let _ = writeln!(
+        head,
+        "alpha {} (Holm across {} tests), minimum effect: speed {:.0}%, energy {:.0}%, memory {:.0}% or {} MB; at least {} samples a side; {:.0}% bootstrap intervals of the ratio of medians; effect rule `{}`.\n",
+        s.alpha,
+        v.comparisons.iter().filter(|c| c.p_regression.is_some()).count(),
+        s.min_effect_speed * 100.0,
+        s.min_effect_energy * 100.0,
+        s.min_effect_memory * 100.0,
+        s.min_effect_memory_mb,
+        s.min_samples,
+        s.confidence * 100.0,
+        serde_json::to_value(s.effect_rule).ok().and_then(|x| x.as_str().map(str::to_owned)).unwrap_or_default()
+    );
+    head.push_str("| status | count |\n|---|---:|\n");
+    for (k, n) in &v.counts.by_status {
+        let _ = writeln!(head, "| {k} | {n} |");
+    }
+    let _ = writeln!(head, "| budget broken | {} |\n", v.counts.budget_failures);
+    for (what, list) in [("Only in the baseline", &v.only_in_baseline), ("Only in the candidate", &v.only_in_candidate)]
+    {
+        if !list.is_empty() {
+            let _ = writeln!(
+                head,
+                "{what}: {}.\n",
+                list.iter().map(|u| format!("`{}`", md(&u.key.label(&u.config_name)))).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    head.push_str(
+        "| | configuration | device | workload | metric | baseline | candidate | ratio (CI) | p (Holm) | why |\n",
+    );
+    head.push_str("|---|---|---|---|---|---:|---:|---|---:|---|\n");
+    // Failures first, then changes, then the rest.
+    let rank = |c: &Comparison| match (c.fails(), c.status) {
+        (true, _) => 0,
+        (_, Status::Improvement) => 1,
+        (_, Status::Inconclusive | Status::Invalid) => 2,
+        (_, Status::NotMeasured) => 4,
+        _ => 3,
+    };
+    let mut rows: Vec<&Comparison> = v.comparisons.iter().collect();
+    rows.sort_by_key(|c| rank(c));
+    let tail_note = |left: usize| {
+        format!(
+            "\n_{left} more row(s) left out to keep this summary under {} KiB; `--json` has them all._\n",
+            limit / 1024
+        )
+    };
+    let mut body = String::new();
+    for (i, c) in rows.iter().enumerate() {
+        let mark = if c.fails() { "FAIL" } else { status_name(c.status) };
+        let why = if c.fails() { failure_line(c) } else { c.reason.clone() };
+        let med = |m: Option<f64>| m.map_or_else(|| "-".into(), |x| format!("{x:.1}"));
+        let line = format!(
+            "| {mark} | {} | {} | {}+{} | {} | {} | {} | {} | {} | {} |\n",
+            md(&c.config_name),
+            md(&c.key.device),
+            c.key.prompt_tokens,
+            c.key.gen_tokens,
+            c.metric.name(),
+            med(c.baseline.median),
+            med(c.candidate.median),
+            ratio_cell(c),
+            c.p_regression_holm.map_or_else(|| "-".into(), |p| format!("{p:.2e}")),
+            md(&why)
+        );
+        if head.len() + body.len() + line.len() + tail_note(rows.len() - i).len() > limit {
+            body.push_str(&tail_note(rows.len() - i));
+            break;
+        }
+        body.push_str(&line);
+    }
+    head + &body
+}
