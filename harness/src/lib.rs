@@ -20,6 +20,7 @@ pub mod event;
 pub mod external;
 pub mod fit;
 pub mod gate;
+pub mod history;
 pub mod hostinfo;
 pub mod kernels;
 pub mod meter;

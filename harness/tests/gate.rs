@@ -282,3 +282,37 @@ fn the_github_example_parses_and_uses_real_flags() {
     assert!(reps >= 6, "at least the gate's min-samples");
     assert!(steps.iter().any(|s| s["with"]["name"].as_str() == Some("pocketbench-baseline")));
 }
+
+#[test]
+fn history_names_the_input_where_a_shift_began() {
+    let s = stores();
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&s.run_json).unwrap()).unwrap();
+    let dir = s.dir.join("history");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut inputs = Vec::new();
+    for i in 0..12 {
+        // The same measured record, 10% slower from the 7th input on.
+        let mut r = record.clone();
+        let k = if i < 6 { 1.0 } else { 0.9 };
+        for rep in r["measurement"]["probe"]["reps"].as_array_mut().unwrap() {
+            rep["decode_tok_s"] = serde_json::json!(rep["decode_tok_s"].as_f64().unwrap() * k);
+        }
+        let p = dir.join(format!("c{i:02}.jsonl"));
+        std::fs::write(&p, serde_json::to_string(&r).unwrap() + "\n").unwrap();
+        inputs.push(p);
+    }
+    let json = dir.join("history.json");
+    pb(&s.dir).arg("history").args(&inputs).arg("--json").arg(&json).assert().code(0).stdout(
+        predicate::str::contains("decode_tok_s of")
+            .and(predicate::str::contains("c06.jsonl (input 7 of 12)"))
+            .and(predicate::str::contains("(-10.0%, worse)"))
+            .and(predicate::str::contains("ordered by given")),
+    );
+    let h = verdict(&json);
+    let decode = h["series"].as_array().unwrap().iter().find(|x| x["metric"] == "decode_tok_s").unwrap();
+    assert_eq!(decode["points"].as_array().unwrap().len(), 12);
+    assert_eq!(decode["shifts"][0]["input"], 6);
+    // Prefill did not move: no shift there.
+    let prefill = h["series"].as_array().unwrap().iter().find(|x| x["metric"] == "prefill_tok_s").unwrap();
+    assert!(prefill["shifts"].as_array().unwrap().is_empty());
+}

@@ -66,6 +66,13 @@ pub struct Described {
     pub measured: usize,
     /// Failed measurements read.
     pub failures: usize,
+    /// The git commit of the pocketbench that measured them (a store's or
+    /// results.json's latest run that names one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// When its first run started (UTC), where the input says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
 }
 
 /// One side, read.
@@ -90,10 +97,19 @@ impl Loaded {
                 records: records.len(),
                 measured,
                 failures: failures.len(),
+                commit: None,
+                started_at: None,
             },
             records,
             failures,
         }
+    }
+
+    /// Take the commit and start time from the runs that built the input.
+    fn with_runs(mut self, runs: &[crate::store::RunRow]) -> Loaded {
+        self.described.commit = runs.iter().rev().find_map(|r| r.git_commit.clone());
+        self.described.started_at = runs.first().map(|r| r.started_at.clone());
+        self
     }
 }
 
@@ -135,7 +151,7 @@ fn from_store(db: &Path, shown: &str) -> Result<Loaded, SourceError> {
     let store = crate::store::Store::open_read_only(db)?;
     let records = store.records(Provenance::Measured)?;
     let failures = store.failures()?;
-    Ok(Loaded::new(shown, "store", records, failures))
+    Ok(Loaded::new(shown, "store", records, failures).with_runs(&store.runs()?))
 }
 
 fn read(path: &Path) -> Result<String, SourceError> {
@@ -167,7 +183,9 @@ fn from_json(path: &Path, shown: &str) -> Result<Loaded, SourceError> {
     };
     if value.get("results").is_some() {
         let report: crate::report::SweepReport = serde_json::from_value(value).map_err(|e| parse(e, "results.json"))?;
-        return Ok(Loaded::new(shown, "results.json", report.outcome.results, report.outcome.failures));
+        return Ok(
+            Loaded::new(shown, "results.json", report.outcome.results, report.outcome.failures).with_runs(&report.runs)
+        );
     }
     if value.get("config_id").is_some() {
         let record: Record = serde_json::from_value(value).map_err(|e| parse(e, "a `run --json` record"))?;
