@@ -56,7 +56,8 @@ impl Verdicts {
     }
 }
 
-fn at_least(value: f64, limit: f64) -> Verdict {
+/// `value` must be at least `limit`.
+pub fn at_least(value: f64, limit: f64) -> Verdict {
     let margin = value / limit - 1.0;
     Verdict {
         status: if value >= limit { Status::Pass } else { Status::Fail },
@@ -66,7 +67,8 @@ fn at_least(value: f64, limit: f64) -> Verdict {
     }
 }
 
-fn at_most(value: f64, limit: Option<f64>) -> Verdict {
+/// `value` must be at most `limit` (none: not applicable).
+pub fn at_most(value: f64, limit: Option<f64>) -> Verdict {
     match limit {
         None => Verdict { status: Status::NotApplicable, value, limit: None, margin: None },
         Some(limit) => Verdict {

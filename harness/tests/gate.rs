@@ -316,3 +316,61 @@ fn history_names_the_input_where_a_shift_began() {
     let prefill = h["series"].as_array().unwrap().iter().find(|x| x["metric"] == "prefill_tok_s").unwrap();
     assert!(prefill["shifts"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn gate_measure_alternates_the_sides_saves_them_and_gates() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("abab");
+    let json = d.path().join("v.json");
+    pb(d.path())
+        .args(["gate", "--measure", "--hidden", "256", "--layers", "4", "--head-dim", "64", "--kv-heads", "2"])
+        .args(["--ffn", "768", "--vocab", "2048", "--context", "256", "--prompt", "64", "--gen", "32", "--reps", "6"])
+        .args(["--baseline-threads", "2", "--candidate-threads", "1", "--min-samples", "6", "--out"])
+        .arg(&out)
+        .arg("--json")
+        .arg(&json)
+        .assert()
+        .code(1)
+        .stderr(
+            predicate::str::contains("alternating (ABAB): 12 probe runs")
+                .and(predicate::str::contains("[  12/12] candidate")),
+        )
+        .stdout(predicate::str::contains("regression: decode_tok_s"));
+    for side in ["baseline", "candidate"] {
+        let text = std::fs::read_to_string(out.join(format!("{side}.jsonl"))).unwrap();
+        assert_eq!(text.lines().count(), 6, "{side}: one record per repetition, saved as it landed");
+    }
+    let v = verdict(&json);
+    // One VmHWM reading per probe run: peak memory is tested like the speeds.
+    let mem = v["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == "peak_mem_increase_mb").unwrap();
+    assert_eq!(mem["baseline"]["n"], 6);
+    assert!(mem["method"].as_str().unwrap().starts_with("mann-whitney"), "{mem}");
+    // The saved sides gate again, the same way, from the files.
+    pb(d.path())
+        .args(["gate", "--min-samples", "6", "--baseline"])
+        .arg(out.join("baseline.jsonl"))
+        .arg("--candidate")
+        .arg(out.join("candidate.jsonl"))
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn gate_measure_usage_errors() {
+    let d = tempfile::tempdir().unwrap();
+    pb(d.path())
+        .args(["gate", "--measure"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--measure needs a configuration"));
+    pb(d.path())
+        .args(["gate", "--measure", "--preset", "smollm2-135m", "--baseline", "x"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+    pb(d.path())
+        .args(["gate", "--measure", "--preset", "mnn-pocket-0.3b", "--baseline-probe", "/nonexistent/pocketbench"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/nonexistent/pocketbench: no such probe binary"));
+}

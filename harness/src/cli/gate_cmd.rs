@@ -25,10 +25,10 @@ pub enum RuleArg {
 Settings come from the built-in defaults, then the `[gate]` table of --sweep FILE, then these flags.")]
 pub struct GateArgs {
     /// The baseline: a store (pocketbench.db or its OUT folder), results.json, results.jsonl, or `run --json` output.
-    #[arg(long, value_name = "B", required_unless_present = "power")]
+    #[arg(long, value_name = "B", required_unless_present_any = ["power", "measure"], conflicts_with = "measure")]
     pub baseline: Option<PathBuf>,
     /// The candidate, in any of the same forms.
-    #[arg(long, value_name = "C", required_unless_present = "power")]
+    #[arg(long, value_name = "C", required_unless_present_any = ["power", "measure"], conflicts_with = "measure")]
     pub candidate: Option<PathBuf>,
     /// A sweep file whose `[gate]` table sets the defaults.
     #[arg(long, value_name = "FILE")]
@@ -85,6 +85,9 @@ pub struct GateArgs {
     /// --power: trials.
     #[arg(long, default_value_t = 1000, requires = "power")]
     pub trials: usize,
+    /// Measuring both sides here (`--measure`).
+    #[command(flatten)]
+    pub sides: super::gate_measure::MeasureSides,
 }
 
 fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
@@ -128,16 +131,22 @@ fn io_harness(e: anyhow::Error) -> anyhow::Error {
 }
 
 /// Run `gate`.
-pub fn run(a: &GateArgs) -> anyhow::Result<Code> {
+pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> {
     let s = settings(a)?;
     if a.power {
         return print_power(a, &s);
     }
-    let (Some(b), Some(c)) = (&a.baseline, &a.candidate) else {
-        return Err(Usage("--baseline and --candidate are both needed".into()).into());
+    let (baseline, candidate) = if a.sides.measure {
+        super::gate_measure::run(&a.sides, a.sweep.as_deref(), &super::devices(devices_dir)?)?
+    } else {
+        let (Some(b), Some(c)) = (&a.baseline, &a.candidate) else {
+            return Err(Usage("--baseline and --candidate are both needed".into()).into());
+        };
+        (
+            gate::source::load(b).context("reading the baseline")?,
+            gate::source::load(c).context("reading the candidate")?,
+        )
     };
-    let baseline = gate::source::load(b).context("reading the baseline")?;
-    let candidate = gate::source::load(c).context("reading the candidate")?;
     let v = gate::evaluate(&baseline, &candidate, &s);
     if let Some(p) = &a.json {
         write(p, &(serde_json::to_string_pretty(&v)? + "\n"))?;

@@ -16,6 +16,7 @@ mod calibrate_measure;
 mod devices_cmd;
 pub mod exit;
 mod gate_cmd;
+mod gate_measure;
 mod history_cmd;
 mod hostinfo_cmd;
 mod predict_cmd;
@@ -75,7 +76,7 @@ pub enum Command {
     /// Write a configuration as a GGUF file with the probe's seeded weights.
     ExportGguf(probe_cmd::ExportArgs),
     /// Compare a candidate's measured results with a baseline's: fail on a real regression or a broken budget.
-    Gate(gate_cmd::GateArgs),
+    Gate(Box<gate_cmd::GateArgs>),
     /// Each metric's trend across commits (one input per commit) and the commits where a shift began.
     History(history_cmd::HistoryArgs),
     /// Measure this host's memory bandwidth and record it in the host profile.
@@ -186,7 +187,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Code> {
         Command::Run(a) => run_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Probe(a) => probe_cmd::run(&a),
         Command::ExportGguf(a) => probe_cmd::export(&a),
-        Command::Gate(a) => gate_cmd::run(&a),
+        Command::Gate(a) => gate_cmd::run(&a, &cli.devices_dir),
         Command::History(a) => history_cmd::run(&a),
         Command::HostInfo(a) => hostinfo_cmd::run(&a, &devices(&cli.devices_dir)?),
     }

@@ -21,6 +21,7 @@
 //! a side it is judged on its difference against the minimum effect, which is
 //! larger than the reading's noise (see the README), and says so.
 
+pub mod abab;
 pub mod power;
 pub mod render;
 pub mod source;
@@ -333,12 +334,17 @@ fn compare(
         median: (!v.is_empty()).then(|| stats::median(v)),
     };
     let last = crecs.last().expect("a matched key has records");
-    let budget = metric.budget(last).map(|v| BudgetCheck {
-        status: v.status,
-        value: v.value,
-        limit: v.limit,
-        margin: v.margin,
-        measured: last.methods.get(metric.name()).is_none_or(|m| m.starts_with("measured")),
+    // The candidate's median (of every repetition on its side) against the
+    // budget's limit; a figure the device did not measure (energy with no
+    // meter) is the record's own estimate.
+    let budget = metric.budget(last).map(|v| {
+        let measured = last.methods.get(metric.name()).is_none_or(|m| m.starts_with("measured")) && !cs.is_empty();
+        let v = match (measured, v.limit) {
+            (true, Some(limit)) if metric.higher_is_better() => budget::at_least(stats::median(&cs), limit),
+            (true, limit) => budget::at_most(stats::median(&cs), limit),
+            (false, _) => v,
+        };
+        BudgetCheck { status: v.status, value: v.value, limit: v.limit, margin: v.margin, measured }
     });
     let effect = min_effect(metric, s);
     let mut out = Comparison {

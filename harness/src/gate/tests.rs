@@ -141,3 +141,148 @@ fn settings_are_checked() {
     let bad = Settings { min_effect_speed: 3.0, ..Settings::default() };
     assert!(bad.validate().unwrap_err().contains("0.03 is 3%"));
 }
+
+mod abab_tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::super::abab::{measure, Arm, Cooling, Progress};
+    use crate::probe::ProbeResult;
+    use crate::runner::thermal::Temperature;
+    use crate::runner::{Failure, Job, JobSettings, Runner};
+    use crate::testing::{measured_record, probe_for};
+
+    /// A device that answers with a fixed decode speed, a scripted series of
+    /// temperatures, and a failure on chosen calls; it logs who measured.
+    struct Fake {
+        name: &'static str,
+        decode: f64,
+        temps: Mutex<Vec<f64>>,
+        fail_calls: Vec<usize>,
+        calls: Mutex<usize>,
+        log: &'static Mutex<Vec<&'static str>>,
+    }
+
+    impl Runner for Fake {
+        fn device(&self) -> &str {
+            "host"
+        }
+        fn build(&self, _: crate::probe::EngineKind) -> String {
+            "fake".into()
+        }
+        fn measure(&self, job: &Job) -> Result<ProbeResult, Failure> {
+            let mut n = self.calls.lock().unwrap();
+            *n += 1;
+            if self.fail_calls.contains(&n) {
+                return Err(Failure::Unavailable { reason: "adb: device offline".into() });
+            }
+            self.log.lock().unwrap().push(self.name);
+            let rec = measured_record(job.shape.layers, job.workload.prompt, job.workload.gen, &[self.decode]);
+            let mut p = probe_for(&rec, &[self.decode]);
+            p.config_id = job.shape.id();
+            Ok(p)
+        }
+        fn temperature(&self) -> Option<Temperature> {
+            let mut t = self.temps.lock().unwrap();
+            let c = if t.len() > 1 { t.remove(0) } else { *t.first()? };
+            Some(Temperature { celsius: c, source: "fake".into() })
+        }
+    }
+
+    fn settings() -> JobSettings {
+        JobSettings {
+            reps: 1,
+            threads: Some(1),
+            timeout: Duration::from_secs(60),
+            force: false,
+            engine: None,
+            engine_model: None,
+        }
+    }
+
+    fn shape() -> crate::arch::Shape {
+        let r = measured_record(2, 16, 8, &[100.0, 100.0]);
+        let mut s = r.shape;
+        s.context = 64;
+        s
+    }
+
+    #[test]
+    fn sides_alternate_cool_down_and_a_failure_is_recorded() {
+        static LOG: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+        let devices = crate::device::Devices::built_in().unwrap();
+        let host = devices.get("host").unwrap();
+        // The baseline's device is hot for its first two readings, then cool.
+        let a = Fake {
+            name: "A",
+            decode: 300.0,
+            temps: Mutex::new(vec![45.0, 41.0, 36.0]),
+            fail_calls: vec![],
+            calls: Mutex::new(0),
+            log: &LOG,
+        };
+        // The candidate fails its 2nd and 3rd calls: one repetition is retried and lost.
+        let b = Fake {
+            name: "B",
+            decode: 250.0,
+            temps: Mutex::new(vec![30.0]),
+            fail_calls: vec![2, 3],
+            calls: Mutex::new(0),
+            log: &LOG,
+        };
+        let (aa, bb) = (
+            Arm { name: "baseline", runner: &a, settings: settings() },
+            Arm { name: "candidate", runner: &b, settings: settings() },
+        );
+        let cooling = Cooling { target_c: 37.0, timeout: Duration::from_secs(5), poll: Duration::from_millis(1) };
+        let mut sunk = Vec::new();
+        let mut events = Vec::new();
+        let w = crate::workload::Workload::new(16, 8, None).unwrap();
+        let got = measure(
+            host,
+            &[shape()],
+            w,
+            3,
+            [&aa, &bb],
+            &cooling,
+            &mut |arm, r| {
+                sunk.push((arm, r.decode_tok_s));
+                Ok(())
+            },
+            &mut |p| events.push(p),
+        )
+        .unwrap();
+        assert_eq!(*LOG.lock().unwrap(), vec!["A", "B", "A", "A", "B"], "ABAB, the failed B not logged");
+        assert_eq!(got.baseline.len(), 3);
+        assert_eq!(got.candidate.len(), 2);
+        assert_eq!(got.candidate_failures.len(), 1);
+        assert!(got.candidate_failures[0].failure.to_string().contains("device offline"));
+        assert_eq!(sunk.len(), 5, "every record saved as it landed");
+        let cooled = events.iter().filter(|e| matches!(e, Progress::Cooling { .. })).count();
+        // 45 C is read at the start, 41 C makes the first repetition wait, 36 C lets it go.
+        assert_eq!(cooled, 1, "{events:?}");
+        assert!(got.baseline[0].methods["thermal"].starts_with("36.0 C before the repetition"));
+    }
+
+    #[test]
+    fn a_device_that_stays_hot_is_not_counted() {
+        static LOG: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+        let devices = crate::device::Devices::built_in().unwrap();
+        let host = devices.get("host").unwrap();
+        let hot = Fake {
+            name: "A",
+            decode: 300.0,
+            temps: Mutex::new(vec![50.0]),
+            fail_calls: vec![],
+            calls: Mutex::new(0),
+            log: &LOG,
+        };
+        let arm = Arm { name: "baseline", runner: &hot, settings: settings() };
+        let other = Arm { name: "candidate", runner: &hot, settings: settings() };
+        let cooling = Cooling { target_c: 37.0, timeout: Duration::from_millis(20), poll: Duration::from_millis(5) };
+        let w = crate::workload::Workload::new(16, 8, None).unwrap();
+        let got = measure(host, &[shape()], w, 2, [&arm, &other], &cooling, &mut |_, _| Ok(()), &mut |_| {}).unwrap();
+        assert_eq!(got.too_hot, 4);
+        assert!(got.baseline.is_empty() && LOG.lock().unwrap().is_empty());
+    }
+}

@@ -96,6 +96,10 @@ impl Runner for HostRunner {
         )
     }
 
+    fn temperature(&self) -> Option<super::thermal::Temperature> {
+        super::thermal::hottest_zone(Path::new("/sys/class/thermal"))
+    }
+
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure> {
         if !job.force && job.predicted_peak_bytes > self.available_bytes as f64 {
             return Err(Failure::Refused {

@@ -4,6 +4,7 @@
 
 mod host;
 mod job;
+pub mod thermal;
 
 pub use host::HostRunner;
 pub use job::{JobError, JobSettings};
@@ -110,4 +111,9 @@ pub trait Runner: Send + Sync {
     fn build(&self, engine: crate::probe::EngineKind) -> String;
     /// Measure one configuration.
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure>;
+    /// The device's temperature now, where it can be read (for cooling down
+    /// between repetitions); `None` where there is no reading.
+    fn temperature(&self) -> Option<thermal::Temperature> {
+        None
+    }
 }
