@@ -79,6 +79,10 @@ pub struct SweepArgs {
 pub struct ReportArgs {
     /// A sweep's output folder (or its pocketbench.db).
     pub out: PathBuf,
+    /// Gate this sweep's measurements against a baseline (a store, OUT folder, results.json or .jsonl) and add
+    /// the comparison view to report.html (and the verdict to results.json), with the gate's default settings.
+    #[arg(long, value_name = "B")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// Arguments of `merge`.
@@ -288,7 +292,15 @@ fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
 pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
     let db = store_file(&a.out);
     let store = Store::open_read_only(&db).map_err(pocketbench::Error::from)?;
-    let data = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
+    let mut data = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
+    if let Some(b) = &a.baseline {
+        use anyhow::Context;
+        let baseline = pocketbench::gate::source::load(b).context("reading the baseline")?;
+        let this = pocketbench::gate::source::load(&db).context("reading this sweep's store")?;
+        let v = pocketbench::gate::evaluate(&baseline, &this, &pocketbench::gate::Settings::default());
+        eprintln!("compared with {}: gate {:?}, {} comparison(s)", b.display(), v.outcome, v.counts.comparisons);
+        data.comparison = Some(Box::new(v));
+    }
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
     for p in report::write_all(&dir, &data, &report::standard())? {
         eprintln!("wrote {}", p.display());

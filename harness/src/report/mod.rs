@@ -51,6 +51,10 @@ pub struct SweepReport {
     /// without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<crate::store::RunRow>,
+    /// The gate's verdict against a baseline, when the report was rendered
+    /// with one (`pocketbench report OUT --baseline B`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Box<crate::gate::Verdict>>,
 }
 
 impl SweepReport {
@@ -68,6 +72,7 @@ impl SweepReport {
             skipped: plan.skipped.clone(),
             outcome,
             runs: Vec::new(),
+            comparison: None,
         }
     }
 }
@@ -98,6 +103,7 @@ impl SweepReport {
             skipped: sweep.skipped,
             outcome,
             runs: store.runs()?,
+            comparison: None,
         })
     }
 }

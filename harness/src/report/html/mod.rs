@@ -4,6 +4,7 @@
 //! sweep file, a profile, a scores file or a device is escaped.
 
 mod charts;
+mod compare;
 mod scatter;
 mod studies;
 
@@ -47,7 +48,7 @@ h3{font-size:1em;margin:.2em 0}
 .card,figure{background:#fff;border:1px solid #e3e3e3;border-radius:8px;padding:10px 12px;margin:0}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,560px),1fr));gap:12px}
 figure figcaption{font-size:.85em;color:#555}
-svg.chart{width:100%;height:auto;display:block}
+svg.chart{width:100%;height:auto;display:block}svg.ci{vertical-align:middle}td.why{white-space:normal;min-width:320px}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:.8em;font-weight:600;margin-right:4px}
 .pass{background:#e3f5ea;color:#176b3a}.fail{background:#fde8e8;color:#a11d1d}.na{background:#eee;color:#555}
 table{border-collapse:collapse;font-size:.85em;width:100%;background:#fff}
@@ -327,6 +328,9 @@ impl Exporter for ReportHtml {
                 escape(&d.device),
                 escape(&d.calibration)
             );
+        }
+        if let Some(v) = &report.comparison {
+            compare::section(&mut s, v);
         }
         s.push_str("<h2>Devices</h2>");
         summary_cards(&mut s, report);
