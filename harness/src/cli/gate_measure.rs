@@ -62,12 +62,14 @@ pub struct MeasureSides {
     /// --measure: the candidate's.
     #[arg(long, value_name = "PATH", requires = "measure")]
     pub candidate_engine_model: Option<PathBuf>,
-    /// --measure: start a repetition only at or below this temperature, C, where the device reads one.
-    #[arg(long, default_value_t = 37.0, value_name = "C", requires = "measure")]
-    pub cool_to: f64,
-    /// --measure: seconds to wait for it before not counting the repetition.
-    #[arg(long, default_value_t = 180, value_name = "S", requires = "measure")]
-    pub cool_timeout: u64,
+    /// --measure: start a repetition only at or below this temperature, C, where the device reads one
+    /// [default: the profile's `thermal.cool-to-c`, else 37].
+    #[arg(long, value_name = "C", requires = "measure")]
+    pub cool_to: Option<f64>,
+    /// --measure: seconds to wait for it before not counting the repetition
+    /// [default: the profile's `thermal.cool-timeout-s`, else 180].
+    #[arg(long, value_name = "S", requires = "measure")]
+    pub cool_timeout: Option<u64>,
     /// --measure: seconds before a probe is killed.
     #[arg(long, default_value_t = 1800, value_name = "S", requires = "measure")]
     pub timeout: u64,
@@ -144,7 +146,13 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
         let line = serde_json::to_string(r).map_err(|e| pocketbench::Error::io(&p, std::io::Error::other(e)))?;
         writeln!(f, "{line}").and_then(|_| f.sync_data()).map_err(|e| pocketbench::Error::io(&p, e))
     };
-    let cooling = Cooling { target_c: m.cool_to, timeout: Duration::from_secs(m.cool_timeout), ..Cooling::default() };
+    let thermal = device.profile.thermal.unwrap_or_default();
+    let (cool_to, cool_timeout) =
+        (m.cool_to.unwrap_or(thermal.cool_to_c), m.cool_timeout.unwrap_or(thermal.cool_timeout_s));
+    if !cool_to.is_finite() {
+        return Err(Usage(format!("--cool-to must be a temperature in C, got {cool_to}")).into());
+    }
+    let cooling = Cooling { target_c: cool_to, timeout: Duration::from_secs(cool_timeout), ..Cooling::default() };
     let mut progress = |p: Progress| {
         #[allow(clippy::print_stderr)]
         match p {
@@ -154,8 +162,7 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
                 device.id(),
                 m.reps,
                 match temperature {
-                    Some(t) =>
-                        format!("{:.1} C now ({}), cooling to {:.1} C before each", t.celsius, t.source, m.cool_to),
+                    Some(t) => format!("{:.1} C now ({}), cooling to {cool_to:.1} C before each", t.celsius, t.source),
                     None => "no temperature reading on this device: not cooled".into(),
                 }
             ),
@@ -167,8 +174,7 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
             }
             Progress::TooHot { arm, config, celsius } => {
                 eprintln!(
-                    "warning: {arm} {config}: still {celsius:.1} C after {} s: repetition not counted",
-                    m.cool_timeout
+                    "warning: {arm} {config}: still {celsius:.1} C after {cool_timeout} s: repetition not counted"
                 )
             }
             Progress::Failed { arm, config, reason } => eprintln!("warning: {arm} {config}: failed twice: {reason}"),

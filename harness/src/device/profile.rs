@@ -32,6 +32,37 @@ pub struct ProfileToml {
     /// Calibration points: published or measured figures.
     #[serde(default)]
     pub calibration: Vec<PointToml>,
+    /// Cooling between repetitions where the device reads its temperature
+    /// (`gate --measure`); absent: 37 C, 180 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal: Option<Thermal>,
+}
+
+/// How cool a device must be before a repetition counts.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Thermal {
+    /// Start a repetition only at or below this, degrees C.
+    #[serde(default = "Thermal::default_cool_to")]
+    pub cool_to_c: f64,
+    /// Wait at most this long, seconds, before not counting the repetition.
+    #[serde(default = "Thermal::default_timeout")]
+    pub cool_timeout_s: u64,
+}
+
+impl Thermal {
+    fn default_cool_to() -> f64 {
+        37.0
+    }
+    fn default_timeout() -> u64 {
+        180
+    }
+}
+
+impl Default for Thermal {
+    fn default() -> Self {
+        Thermal { cool_to_c: Thermal::default_cool_to(), cool_timeout_s: Thermal::default_timeout() }
+    }
 }
 
 /// Device identity.
