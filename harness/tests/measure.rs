@@ -230,17 +230,18 @@ fn a_sweep_checks_every_job_before_it_predicts_anything() {
         &f,
         "[sweep]\nname = \"mixed\"\ndevices = [\"host\"]\n[workload]\nprompt = 16\ngen = 8\n\
          [space]\nlayers = [1, 2]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\ncontext = 256\n\
-         qk-norm = [true, false]\n",
+         quant = [\"q4_0\", \"q4_k\"]\n",
     )
     .unwrap();
     let out = d.path().join("out");
     let a =
         pb(d.path()).arg("sweep").arg(&f).args(["--measure", "1", "--reps", "0", "--out"]).arg(&out).assert().code(2);
     let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
-    // Every problem at once: the setting, and both shapes without QK-norm.
+    // Every problem at once: the setting, and both Q4_K shapes (a hidden of 128
+    // cannot hold Q4_K's blocks of 256).
     assert!(stderr.contains("cannot measure as asked"), "{stderr}");
     assert!(stderr.contains("--reps must be between 1"), "{stderr}");
-    assert_eq!(stderr.matches("which have QK-norm; this shape has none").count(), 2, "{stderr}");
+    assert_eq!(stderr.matches("stores rows in blocks of 256").count(), 2, "{stderr}");
     assert!(!out.exists(), "nothing was predicted or written");
 }
 

@@ -1,16 +1,20 @@
-//! The built-in `candle` engine: candle-transformers' quantized Qwen3 on the
-//! CPU, loading the GGUF that [`super::gguf`] wrote. Also the engine error type.
+//! The reference engine: candle-transformers' quantized Qwen3 or Llama
+//! (by the file's `general.architecture`) on the CPU, loading the GGUF that
+//! [`super::gguf`] wrote. Also the engine error type.
 
 use std::fs::File;
 use std::path::Path;
 
 use candle_core::quantized::gguf_file;
 use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_qwen3::ModelWeights;
+use candle_transformers::models::{quantized_llama, quantized_qwen3};
 
 /// A loaded model ready to run.
-pub struct CandleModel {
-    model: ModelWeights,
+pub enum CandleModel {
+    /// `qwen3` files.
+    Qwen3(quantized_qwen3::ModelWeights),
+    /// `llama` files.
+    Llama(quantized_llama::ModelWeights),
 }
 
 /// Engine failure.
@@ -29,20 +33,45 @@ impl CandleModel {
     pub fn load(path: &Path) -> Result<Self, EngineError> {
         let mut f = File::open(path).map_err(|e| EngineError(format!("{}: {e}", path.display())))?;
         let content = gguf_file::Content::read(&mut f)?;
-        let model = ModelWeights::from_gguf(content, &mut f, &Device::Cpu)?;
-        Ok(CandleModel { model })
+        let arch = content.metadata.get("general.architecture").and_then(|v| v.to_string().ok()).cloned();
+        match arch.as_deref() {
+            Some("qwen3") => {
+                Ok(CandleModel::Qwen3(quantized_qwen3::ModelWeights::from_gguf(content, &mut f, &Device::Cpu)?))
+            }
+            Some("llama") => {
+                Ok(CandleModel::Llama(quantized_llama::ModelWeights::from_gguf(content, &mut f, &Device::Cpu)?))
+            }
+            other => Err(EngineError(format!(
+                "{}: architecture {other:?}; candle-transformers runs qwen3 and llama here",
+                path.display()
+            ))),
+        }
+    }
+}
+
+impl CandleModel {
+    /// The last token's logits after running `tokens` at `offset`.
+    pub fn logits(&mut self, tokens: &[u32], offset: usize) -> Result<Tensor, EngineError> {
+        let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
+        let logits = match self {
+            CandleModel::Qwen3(m) => m.forward(&input, offset)?,
+            CandleModel::Llama(m) => m.forward(&input, offset)?,
+        };
+        Ok(logits.squeeze(0)?)
     }
 }
 
 impl super::Engine for CandleModel {
     fn reset(&mut self) -> Result<(), EngineError> {
-        self.model.clear_kv_cache();
+        match self {
+            CandleModel::Qwen3(m) => m.clear_kv_cache(),
+            CandleModel::Llama(m) => m.clear_kv_cache(),
+        }
         Ok(())
     }
 
     fn step(&mut self, tokens: &[u32], offset: usize) -> Result<u32, EngineError> {
-        let input = Tensor::new(tokens, &Device::Cpu)?.unsqueeze(0)?;
-        let logits = self.model.forward(&input, offset)?;
-        Ok(logits.squeeze(0)?.argmax(0)?.to_scalar::<u32>()?)
+        let logits = self.logits(tokens, offset)?;
+        Ok(logits.argmax(0)?.to_scalar::<u32>()?)
     }
 }

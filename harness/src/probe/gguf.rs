@@ -6,7 +6,9 @@
 //! `GGUF`, version, tensor count, metadata count, metadata key/values, tensor
 //! infos (name, dims innermost first, ggml type, offset), padding to
 //! `general.alignment` (32), then each tensor's bytes, each padded to 32.
-//! Metadata follows llama.cpp's `qwen3` architecture keys, with a minimal
+//! Metadata follows llama.cpp's architecture keys: `qwen3` for a shape with
+//! QK-norm (Qwen3), `llama` for one without (SmolLM2, MobileLLM, Llama 3.2),
+//! with a minimal
 //! byte-level BPE tokenizer (the 256 GPT-2 byte tokens, filler tokens and an
 //! end-of-text token) so llama.cpp and MNN's converters accept the file.
 
@@ -136,11 +138,6 @@ impl TensorPlan {
 
 /// Every tensor of a shape, in file order.
 pub fn tensor_plan(s: &Shape) -> Result<Vec<TensorPlan>, GgufError> {
-    if !s.qk_norm {
-        return Err(GgufError::Unsupported(
-            "the probe builds Qwen3-style models (llama.cpp `qwen3`, candle quantized_qwen3), which have QK-norm; this shape has none".into(),
-        ));
-    }
     let q = ggml_dtype(s.quant)?;
     let (d, h, k, dh, f, v) = (
         s.hidden as usize,
@@ -169,8 +166,10 @@ pub fn tensor_plan(s: &Shape) -> Result<Vec<TensorPlan>, GgufError> {
         t.push(m(format!("{p}.attn_k.weight"), k * dh, d));
         t.push(m(format!("{p}.attn_v.weight"), k * dh, d));
         t.push(m(format!("{p}.attn_output.weight"), d, h * dh));
-        t.push(n(format!("{p}.attn_q_norm.weight"), dh));
-        t.push(n(format!("{p}.attn_k_norm.weight"), dh));
+        if s.qk_norm {
+            t.push(n(format!("{p}.attn_q_norm.weight"), dh));
+            t.push(n(format!("{p}.attn_k_norm.weight"), dh));
+        }
         t.push(n(format!("{p}.ffn_norm.weight"), d));
         t.push(m(format!("{p}.ffn_gate.weight"), f, d));
         t.push(m(format!("{p}.ffn_up.weight"), f, d));
@@ -216,7 +215,17 @@ fn gpt2_byte_tokens() -> Vec<String> {
         .collect()
 }
 
-/// llama.cpp-compatible `qwen3` metadata with a minimal tokenizer.
+/// The llama.cpp architecture a shape is written as: `qwen3` with QK-norm,
+/// `llama` without.
+pub fn architecture(s: &Shape) -> &'static str {
+    if s.qk_norm {
+        "qwen3"
+    } else {
+        "llama"
+    }
+}
+
+/// llama.cpp-compatible `qwen3` or `llama` metadata with a minimal tokenizer.
 pub fn metadata(s: &Shape, name: &str) -> Vec<(String, Meta)> {
     use Meta::*;
     let v = s.vocab as usize;
@@ -232,24 +241,28 @@ pub fn metadata(s: &Shape, name: &str) -> Vec<(String, Meta)> {
     }
     let eos = (tokens.len() - 1) as u32;
     let kv = |k: &str, v: Meta| (k.to_string(), v);
+    let arch = architecture(s);
+    let a = |k: &str| format!("{arch}.{k}");
     vec![
-        kv("general.architecture", Str("qwen3".into())),
+        kv("general.architecture", Str(arch.into())),
         kv("general.name", Str(name.into())),
         kv("general.alignment", U32(ALIGN as u32)),
         kv("general.file_type", U32(file_type(s.quant))),
-        // candle's quantized_qwen3 computes RoPE tables in this dtype (0 = f32); f16 tables
+        // candle's quantized models compute RoPE tables in this dtype (0 = f32); f16 tables
         // would round positions past 2048. llama.cpp ignores the key.
         kv("general.dtype", U32(0)),
-        kv("qwen3.context_length", U32(s.context)),
-        kv("qwen3.embedding_length", U32(s.hidden)),
-        kv("qwen3.block_count", U32(s.layers)),
-        kv("qwen3.feed_forward_length", U32(s.ffn)),
-        kv("qwen3.attention.head_count", U32(s.heads)),
-        kv("qwen3.attention.head_count_kv", U32(s.kv_heads)),
-        kv("qwen3.attention.key_length", U32(s.head_dim)),
-        kv("qwen3.attention.value_length", U32(s.head_dim)),
-        kv("qwen3.attention.layer_norm_rms_epsilon", F32(RMS_EPS)),
-        kv("qwen3.rope.freq_base", F32(ROPE_THETA)),
+        kv(&a("context_length"), U32(s.context)),
+        kv(&a("embedding_length"), U32(s.hidden)),
+        kv(&a("block_count"), U32(s.layers)),
+        kv(&a("feed_forward_length"), U32(s.ffn)),
+        kv(&a("attention.head_count"), U32(s.heads)),
+        kv(&a("attention.head_count_kv"), U32(s.kv_heads)),
+        kv(&a("attention.key_length"), U32(s.head_dim)),
+        kv(&a("attention.value_length"), U32(s.head_dim)),
+        kv(&a("attention.layer_norm_rms_epsilon"), F32(RMS_EPS)),
+        kv(&a("rope.freq_base"), F32(ROPE_THETA)),
+        // llama.cpp's `llama` rotates all of a head; candle's quantized_llama reads it.
+        kv(&a("rope.dimension_count"), U32(s.head_dim)),
         kv("tokenizer.ggml.model", Str("gpt2".into())),
         kv("tokenizer.ggml.pre", Str("qwen2".into())),
         kv("tokenizer.ggml.tokens", Strs(tokens)),
@@ -302,9 +315,9 @@ fn pad<W: Write + Seek>(w: &mut W) -> std::io::Result<()> {
 }
 
 /// The random stream of one tensor: seeded by the model seed and the tensor's name.
-fn stream(t: &TensorPlan, seed: u64) -> (StdRng, Normal<f32>) {
+fn stream(t: &TensorPlan, seed: u64, std: f32) -> (StdRng, Normal<f32>) {
     let rng = StdRng::seed_from_u64(seed ^ crate::fnv1a(t.name.as_bytes()));
-    (rng, Normal::new(0.0f32, INIT_STD).expect("a positive standard deviation"))
+    (rng, Normal::new(0.0f32, std).expect("a positive standard deviation"))
 }
 
 /// A whole tensor's f32 values at once, the same values [`generate`] streams
@@ -313,7 +326,7 @@ pub fn f32_values(t: &TensorPlan, seed: u64) -> Vec<f32> {
     if t.is_norm() {
         return vec![1.0; t.elems()];
     }
-    let (mut rng, normal) = stream(t, seed);
+    let (mut rng, normal) = stream(t, seed, INIT_STD);
     (0..t.elems()).map(|_| normal.sample(&mut rng)).collect()
 }
 
@@ -321,7 +334,7 @@ pub fn f32_values(t: &TensorPlan, seed: u64) -> Vec<f32> {
 /// chunk (whole rows, so block boundaries are respected); `sink` receives
 /// the stored bytes in order.
 pub fn generate(t: &TensorPlan, seed: u64, sink: impl FnMut(&[u8]) -> std::io::Result<()>) -> Result<(), GgufError> {
-    generate_chunked(t, seed, CHUNK_ELEMS, sink)
+    generate_with(t, seed, CHUNK_ELEMS, INIT_STD, sink)
 }
 
 /// [`generate`] with a chosen chunk size (elements), so tests can check that
@@ -330,6 +343,16 @@ pub fn generate_chunked(
     t: &TensorPlan,
     seed: u64,
     chunk_elems: usize,
+    sink: impl FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(), GgufError> {
+    generate_with(t, seed, chunk_elems, INIT_STD, sink)
+}
+
+fn generate_with(
+    t: &TensorPlan,
+    seed: u64,
+    chunk_elems: usize,
+    std: f32,
     mut sink: impl FnMut(&[u8]) -> std::io::Result<()>,
 ) -> Result<(), GgufError> {
     let cerr = |source| GgufError::Candle { tensor: t.name.clone(), source };
@@ -339,7 +362,7 @@ pub fn generate_chunked(
         return sink(&ones).map_err(ioerr);
     }
     let (rows, cols) = (t.dims[0], t.dims[1]);
-    let (mut rng, normal) = stream(t, seed);
+    let (mut rng, normal) = stream(t, seed, std);
     let rows_per_chunk = (chunk_elems / cols).max(1);
     let mut r = 0;
     while r < rows {
@@ -356,6 +379,13 @@ pub fn generate_chunked(
 /// Write the model to `path` (via a temporary file renamed at the end, so a
 /// killed build never leaves a truncated model behind).
 pub fn write_model(s: &Shape, seed: u64, path: &Path) -> Result<(), GgufError> {
+    write_model_with_std(s, seed, path, INIT_STD)
+}
+
+/// [`write_model`] with matrices of standard deviation `std`: larger weights
+/// make attention sharp, so that tests comparing engines see a wrong
+/// position encoding (at 0.02 attention is nearly uniform and hides it).
+pub fn write_model_with_std(s: &Shape, seed: u64, path: &Path, std: f32) -> Result<(), GgufError> {
     let plan = tensor_plan(s)?;
     let meta = metadata(s, &format!("pocketbench {} ({s})", s.id()));
     let tmp = path.with_extension("gguf.partial");
@@ -388,7 +418,7 @@ pub fn write_model(s: &Shape, seed: u64, path: &Path) -> Result<(), GgufError> {
     })()
     .map_err(ioerr)?;
     for t in &plan {
-        generate(t, seed, |b| w.write_all(b))?;
+        generate_with(t, seed, CHUNK_ELEMS, std, |b| w.write_all(b))?;
         pad(&mut w).map_err(ioerr)?;
     }
     w.flush().map_err(ioerr)?;

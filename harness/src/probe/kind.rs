@@ -55,12 +55,12 @@ impl EngineKind {
     pub fn version(self) -> String {
         match self {
             EngineKind::Candle => format!(
-                "pocketbench native Qwen3, {} kernels, candle-core {} GGUF reader",
+                "pocketbench native Qwen3/Llama, {} kernels, candle-core {} GGUF reader",
                 crate::kernels::isa().name(),
                 env!("PB_CANDLE_VERSION")
             ),
             EngineKind::CandleTransformers => {
-                format!("candle-transformers {} quantized_qwen3", env!("PB_CANDLE_VERSION"))
+                format!("candle-transformers {} quantized_qwen3/quantized_llama", env!("PB_CANDLE_VERSION"))
             }
             EngineKind::LlamaCpp => {
                 format!("llama-cpp-2 {} (llama.cpp vendored by llama-cpp-sys-2)", env!("PB_LLAMA_VERSION"))

@@ -1,4 +1,4 @@
-//! Reading a Qwen3 GGUF into the native engine's weights: candle-core parses
+//! Reading a Qwen3 or Llama GGUF into the native engine's weights: candle-core parses
 //! the header; tensor bytes are read straight into their final buffers, so
 //! the resident model is the file's tensors and nothing else.
 
@@ -12,9 +12,32 @@ use candle_core::quantized::{gguf_file, GgmlDType};
 use crate::kernels::{QMatrix, WeightType};
 use crate::probe::engine::EngineError;
 
-/// Hyper-parameters read from the file's `qwen3.*` metadata.
+/// The decoder families the engine runs: the same block, with or without
+/// QK-norm, and each with llama.cpp's RoPE layout for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// llama.cpp `qwen3`: QK-norm, RoPE over the two halves of a head (NeoX).
+    Qwen3,
+    /// llama.cpp `llama` (SmolLM2, MobileLLM, Llama 3.2): no QK-norm, RoPE
+    /// over adjacent pairs (llama.cpp's "normal" RoPE, candle's `rope_i`).
+    Llama,
+}
+
+impl Arch {
+    /// The family's name in llama.cpp (`general.architecture`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Qwen3 => "qwen3",
+            Arch::Llama => "llama",
+        }
+    }
+}
+
+/// Hyper-parameters read from the file's `qwen3.*` or `llama.*` metadata.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Config {
+    /// The family.
+    pub arch: Arch,
     /// Hidden width.
     pub hidden: usize,
     /// Query heads.
@@ -38,8 +61,8 @@ pub struct Config {
 /// One decoder layer.
 pub struct Layer {
     pub(super) attn_norm: Vec<f32>,
-    pub(super) q_norm: Vec<f32>,
-    pub(super) k_norm: Vec<f32>,
+    /// QK-norm weights (Qwen3); `None` for Llama.
+    pub(super) qk_norm: Option<(Vec<f32>, Vec<f32>)>,
     pub(super) ffn_norm: Vec<f32>,
     pub(super) wq: QMatrix,
     pub(super) wk: QMatrix,
@@ -129,7 +152,7 @@ impl Reader {
     }
 }
 
-/// Read a Qwen3 GGUF.
+/// Read a Qwen3 or Llama GGUF.
 pub fn read(path: &Path) -> Result<Weights, LoadError> {
     let ee = |e: candle_core::Error| EngineError(format!("{}: {e}", path.display()));
     let mut file = File::open(path).map_err(|e| EngineError(format!("{}: {e}", path.display())))?;
@@ -137,22 +160,34 @@ pub fn read(path: &Path) -> Result<Weights, LoadError> {
     let md = |k: &str| content.metadata.get(k).ok_or_else(|| EngineError(format!("metadata `{k}` missing")));
     let u = |k: &str| -> Result<usize, EngineError> { Ok(md(k)?.to_u32().map_err(ee)? as usize) };
     let f = |k: &str| -> Result<f32, EngineError> { md(k)?.to_f32().map_err(ee) };
-    let heads = u("qwen3.attention.head_count")?;
-    let hidden = u("qwen3.embedding_length")?;
-    let head_dim = match md("qwen3.attention.key_length") {
+    let arch = match md("general.architecture")?.to_string().map_err(ee)?.as_str() {
+        "qwen3" => Arch::Qwen3,
+        "llama" => Arch::Llama,
+        other => {
+            return Err(LoadError::Unsupported(format!(
+                "architecture `{other}`; the native engine runs qwen3 and llama"
+            )))
+        }
+    };
+    let k = |key: &str| format!("{}.{key}", arch.name());
+    let heads = u(&k("attention.head_count"))?;
+    let hidden = u(&k("embedding_length"))?;
+    let head_dim = match md(&k("attention.key_length")) {
         Ok(v) => v.to_u32().map_err(ee)? as usize,
         Err(_) => hidden / heads,
     };
     let mut cfg = Config {
+        arch,
         hidden,
         heads,
-        kv_heads: u("qwen3.attention.head_count_kv")?,
+        kv_heads: u(&k("attention.head_count_kv"))?,
         head_dim,
-        ffn: u("qwen3.feed_forward_length")?,
+        ffn: u(&k("feed_forward_length"))?,
         vocab: 0,
-        layers: u("qwen3.block_count")?,
-        eps: f("qwen3.attention.layer_norm_rms_epsilon")?,
-        theta: f("qwen3.rope.freq_base")?,
+        layers: u(&k("block_count"))?,
+        eps: f(&k("attention.layer_norm_rms_epsilon"))?,
+        // llama.cpp's default base where a file has none.
+        theta: f(&k("rope.freq_base")).or_else(|e| if arch == Arch::Llama { Ok(10_000.0) } else { Err(e) })?,
     };
     let mut r = Reader { file, infos: content.tensor_infos, base: content.tensor_data_offset };
     let embed = r.matrix("token_embd.weight")?;
@@ -165,8 +200,13 @@ pub fn read(path: &Path) -> Result<Weights, LoadError> {
         let p = format!("blk.{i}");
         layers.push(Layer {
             attn_norm: r.vector(&format!("{p}.attn_norm.weight"), cfg.hidden)?,
-            q_norm: r.vector(&format!("{p}.attn_q_norm.weight"), cfg.head_dim)?,
-            k_norm: r.vector(&format!("{p}.attn_k_norm.weight"), cfg.head_dim)?,
+            qk_norm: match arch {
+                Arch::Qwen3 => Some((
+                    r.vector(&format!("{p}.attn_q_norm.weight"), cfg.head_dim)?,
+                    r.vector(&format!("{p}.attn_k_norm.weight"), cfg.head_dim)?,
+                )),
+                Arch::Llama => None,
+            },
             ffn_norm: r.vector(&format!("{p}.ffn_norm.weight"), cfg.hidden)?,
             wq: r.matrix(&format!("{p}.attn_q.weight"))?,
             wk: r.matrix(&format!("{p}.attn_k.weight"))?,

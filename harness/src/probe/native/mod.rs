@@ -1,4 +1,4 @@
-//! The built-in engine's fast path: a Qwen3 decoder written for decode speed
+//! The built-in engine's fast path: a Qwen3 or Llama decoder written for decode speed
 //! on a CPU. Weights stay in their GGUF blocks (Q4_0 or Q8_0, the embedding
 //! included, dequantized a row per looked-up token); matrix products run on
 //! [`crate::kernels`] over a persistent thread pool; every buffer, the KV
@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use crate::kernels::{self, attend, f32_to_f16, for_each_chunk, matmul, quantize_q8, BlockQ8, KvRows, Pool, BLOCK};
 
 use load::Weights;
-pub use load::{Config, LoadError};
+pub use load::{Arch, Config, LoadError};
 
 use super::engine::EngineError;
 
@@ -165,13 +165,21 @@ impl NativeModel {
             );
             for b in 0..n {
                 let pos = pos0 + b;
+                let rotate = match c.arch {
+                    load::Arch::Qwen3 => rope,
+                    load::Arch::Llama => rope_pairs,
+                };
                 for h in s.q[b * qd..(b + 1) * qd].chunks_exact_mut(dh) {
-                    rms_norm_in_place(h, &layer.q_norm, c.eps);
-                    rope(h, &self.rope, pos, dh);
+                    if let Some((qn, _)) = &layer.qk_norm {
+                        rms_norm_in_place(h, qn, c.eps);
+                    }
+                    rotate(h, &self.rope, pos, dh);
                 }
                 for h in s.k[b * kd..(b + 1) * kd].chunks_exact_mut(dh) {
-                    rms_norm_in_place(h, &layer.k_norm, c.eps);
-                    rope(h, &self.rope, pos, dh);
+                    if let Some((_, kn)) = &layer.qk_norm {
+                        rms_norm_in_place(h, kn, c.eps);
+                    }
+                    rotate(h, &self.rope, pos, dh);
                 }
                 for g in 0..c.kv_heads {
                     let at = (g * self.context + pos) * dh;
@@ -248,6 +256,18 @@ fn rope(x: &mut [f32], table: &(Vec<f32>, Vec<f32>), pos: usize, dh: usize) {
         let (a, b) = (x[i], x[i + half]);
         x[i] = a * cos[i] - b * sin[i];
         x[i + half] = a * sin[i] + b * cos[i];
+    }
+}
+
+/// Rotate adjacent pairs of a head (llama.cpp's "normal" RoPE for `llama`,
+/// candle's `rope_i`): pair `i` is `(x[2i], x[2i+1])` at frequency `i`.
+fn rope_pairs(x: &mut [f32], table: &(Vec<f32>, Vec<f32>), pos: usize, dh: usize) {
+    let half = dh / 2;
+    let (cos, sin) = (&table.0[pos * half..(pos + 1) * half], &table.1[pos * half..(pos + 1) * half]);
+    for i in 0..half {
+        let (a, b) = (x[2 * i], x[2 * i + 1]);
+        x[2 * i] = a * cos[i] - b * sin[i];
+        x[2 * i + 1] = a * sin[i] + b * cos[i];
     }
 }
 
