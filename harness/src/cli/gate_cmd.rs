@@ -14,7 +14,7 @@ use super::Code;
 pub enum RuleArg {
     /// The ratio of medians beyond the minimum effect (the default).
     Estimate,
-    /// The whole bootstrap interval beyond it (stricter; needs ~3x the samples).
+    /// The whole bootstrap interval beyond it (stricter: at 10 samples a side it catches a 5% slowdown half the time; see --power).
     Interval,
 }
 
