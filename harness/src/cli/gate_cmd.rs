@@ -121,13 +121,10 @@ fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
     Ok(s)
 }
 
+/// Write an output file. An I/O error carries no library error, so
+/// `exit::classify` gives it exit 3.
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display())).map_err(io_harness)
-}
-
-fn io_harness(e: anyhow::Error) -> anyhow::Error {
-    let msg = format!("{e:#}");
-    e.context(super::exit::Harness(msg))
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Run `gate`.
@@ -172,9 +169,8 @@ fn append_summary(p: &Path, v: &gate::Verdict) -> anyhow::Result<()> {
         .create(true)
         .append(true)
         .open(p)
-        .with_context(|| format!("opening {}", p.display()))
-        .map_err(io_harness)?;
-    f.write_all(text.as_bytes()).with_context(|| format!("writing {}", p.display())).map_err(io_harness)
+        .with_context(|| format!("opening {}", p.display()))?;
+    f.write_all(text.as_bytes()).with_context(|| format!("writing {}", p.display()))
 }
 
 fn print(v: &gate::Verdict) -> anyhow::Result<()> {
@@ -190,8 +186,7 @@ fn print(v: &gate::Verdict) -> anyhow::Result<()> {
                 _ => "ok",
             }
         };
-        let why = if c.fails() { render::failure_line(c) } else { c.reason.clone() };
-        outln!("{tag:>12}  {}: {why}", c.key.label(&c.config_name));
+        outln!("{tag:>12}  {}: {}", c.key.label(&c.config_name), render::why(c));
     }
     for (what, list) in [("only in the baseline", &v.only_in_baseline), ("only in the candidate", &v.only_in_candidate)]
     {

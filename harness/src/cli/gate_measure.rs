@@ -14,7 +14,7 @@ use pocketbench::probe::EngineKind;
 use pocketbench::runner::{HostRunner, JobSettings, Runner};
 use pocketbench::sweep::{Plan, PlanOptions};
 
-use super::exit::{Harness, Usage};
+use super::exit::Usage;
 use super::{ShapeArgs, WorkloadArgs};
 
 /// What `gate --measure` measures and how each side differs.
@@ -136,10 +136,9 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
             Usage(format!("--reps must be between 1 and {}, got {}", pocketbench::probe::MAX_REPS, m.reps)).into()
         );
     }
-    std::fs::create_dir_all(&m.out).with_context(|| format!("creating {}", m.out.display())).map_err(harness)?;
+    std::fs::create_dir_all(&m.out).with_context(|| format!("creating {}", m.out.display()))?;
     let path_of = |arm: &str| m.out.join(format!("{arm}.jsonl"));
-    let open =
-        |p: &Path| std::fs::File::create(p).with_context(|| format!("creating {}", p.display())).map_err(harness);
+    let open = |p: &Path| std::fs::File::create(p).with_context(|| format!("creating {}", p.display()));
     let (mut fa, mut fb) = (open(&path_of("baseline"))?, open(&path_of("candidate"))?);
     let mut sink = |arm: &'static str, r: &pocketbench::record::Record| -> Result<(), pocketbench::Error> {
         let (f, p) = if arm == "baseline" { (&mut fa, path_of("baseline")) } else { (&mut fb, path_of("candidate")) };
@@ -188,9 +187,4 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
         side("baseline", got.baseline, got.baseline_failures),
         side("candidate", got.candidate, got.candidate_failures),
     ))
-}
-
-fn harness(e: anyhow::Error) -> anyhow::Error {
-    let m = format!("{e:#}");
-    e.context(Harness(m))
 }

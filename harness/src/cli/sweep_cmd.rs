@@ -296,7 +296,8 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
     if let Some(b) = &a.baseline {
         use anyhow::Context;
         let baseline = pocketbench::gate::source::load(b).context("reading the baseline")?;
-        let this = pocketbench::gate::source::load(&db).context("reading this sweep's store")?;
+        let this = pocketbench::gate::source::of_store(&store, &db.display().to_string())
+            .context("reading this sweep's store")?;
         let v = pocketbench::gate::evaluate(&baseline, &this, &pocketbench::gate::Settings::default());
         eprintln!("compared with {}: gate {:?}, {} comparison(s)", b.display(), v.outcome, v.counts.comparisons);
         data.comparison = Some(Box::new(v));

@@ -164,7 +164,7 @@ pub fn measure(
     for pair in &jobs {
         let config = pair[0].shape.to_string();
         for _ in 0..reps {
-            for (arm, job) in arms.iter().zip(pair) {
+            for (side, (arm, job)) in arms.iter().zip(pair).enumerate() {
                 done += 1;
                 let (celsius, cool_enough) = cool(arm.runner, cooling, progress);
                 if !cool_enough {
@@ -204,7 +204,7 @@ pub fn measure(
                             decode_tok_s: r.decode_tok_s,
                             celsius,
                         });
-                        if arm.name == arms[0].name {
+                        if side == 0 {
                             out.baseline.push(r);
                         } else {
                             out.candidate.push(r);
@@ -219,7 +219,7 @@ pub fn measure(
                             attempts: 2,
                             failure: f,
                         };
-                        if arm.name == arms[0].name {
+                        if side == 0 {
                             out.baseline_failures.push(failed);
                         } else {
                             out.candidate_failures.push(failed);

@@ -60,6 +60,16 @@ pub enum EffectRule {
     Interval,
 }
 
+impl EffectRule {
+    /// Its name in sweep files, flags and outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            EffectRule::Estimate => "estimate",
+            EffectRule::Interval => "interval",
+        }
+    }
+}
+
 /// The gate's settings. Every field is a flag of `pocketbench gate` and a key
 /// of a sweep file's `[gate]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -277,8 +287,7 @@ pub fn evaluate(baseline: &source::Loaded, candidate: &source::Loaded, settings:
     correct(&mut comparisons, settings);
     let mut counts = Counts { comparisons: comparisons.len(), ..Counts::default() };
     for x in &comparisons {
-        let name = serde_json::to_value(x.status).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
-        *counts.by_status.entry(name).or_default() += 1;
+        *counts.by_status.entry(x.status.name().to_owned()).or_default() += 1;
         counts.budget_failures += usize::from(x.budget_failed());
     }
     let outcome = if comparisons.iter().any(Comparison::fails) {
@@ -333,17 +342,19 @@ fn compare(
         n: v.len(),
         median: (!v.is_empty()).then(|| stats::median(v)),
     };
+    let (baseline, candidate) = (fig(&bs, brecs), fig(&cs, crecs));
     let last = crecs.last().expect("a matched key has records");
     // The candidate's median (of every repetition on its side) against the
     // budget's limit; a figure the device did not measure (energy with no
     // meter) is the record's own estimate.
     let budget = metric.budget(last).map(|v| {
-        let measured = last.methods.get(metric.name()).is_none_or(|m| m.starts_with("measured")) && !cs.is_empty();
-        let v = match (measured, v.limit) {
-            (true, Some(limit)) if metric.higher_is_better() => budget::at_least(stats::median(&cs), limit),
-            (true, limit) => budget::at_most(stats::median(&cs), limit),
-            (false, _) => v,
+        let measured = last.methods.get(metric.name()).is_none_or(|m| m.starts_with("measured"));
+        let v = match (candidate.median.filter(|_| measured), v.limit) {
+            (Some(cm), Some(limit)) if metric.higher_is_better() => budget::at_least(cm, limit),
+            (Some(cm), limit) => budget::at_most(cm, limit),
+            (None, _) => v,
         };
+        let measured = measured && candidate.median.is_some();
         BudgetCheck { status: v.status, value: v.value, limit: v.limit, margin: v.margin, measured }
     });
     let effect = min_effect(metric, s);
@@ -354,8 +365,8 @@ fn compare(
         unit: metric.unit().into(),
         status: Status::Pass,
         reason: String::new(),
-        baseline: fig(&bs, brecs),
-        candidate: fig(&cs, crecs),
+        baseline,
+        candidate,
         ratio: None,
         ratio_lo: None,
         ratio_hi: None,
@@ -390,13 +401,12 @@ fn compare(
         );
         return out;
     }
-    if bs.is_empty() || cs.is_empty() {
+    let (Some(bm), Some(cm)) = (out.baseline.median, out.candidate.median) else {
         out.status = Status::Invalid;
         out.reason =
             format!("no {} samples on the {}", metric.name(), if cs.is_empty() { "candidate" } else { "baseline" });
         return out;
-    }
-    let (bm, cm) = (stats::median(&bs), stats::median(&cs));
+    };
     out.ratio = Some(cm / bm);
     // Peak memory from single readings: the difference against the effect.
     if metric == Metric::PeakMemIncreaseMb && (bs.len() < s.min_samples || cs.len() < s.min_samples) {

@@ -21,22 +21,18 @@ fn num(v: Option<f64>) -> String {
     v.map_or_else(String::new, |x| format!("{x}"))
 }
 
-fn status_name(s: Status) -> &'static str {
-    match s {
-        Status::Pass => "pass",
-        Status::Regression => "regression",
-        Status::Improvement => "improvement",
-        Status::Inconclusive => "inconclusive",
-        Status::Invalid => "invalid",
-        Status::NotMeasured => "not-measured",
-    }
+/// A median or ratio cell: one decimal, `-` without a figure.
+pub fn cell(m: Option<f64>) -> String {
+    m.map_or_else(|| "-".into(), |x| format!("{x:.1}"))
 }
 
-fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Pass => "pass",
-        Outcome::Inconclusive => "inconclusive",
-        Outcome::Fail => "fail",
+/// Why a comparison stands as it does: the failure line of a failing one,
+/// else its reason.
+pub fn why(c: &Comparison) -> String {
+    if c.fails() {
+        failure_line(c)
+    } else {
+        c.reason.clone()
     }
 }
 
@@ -84,7 +80,7 @@ pub fn junit(v: &Verdict) -> String {
     o.push_str("    <properties>\n");
     let s = &v.settings;
     for (k, val) in [
-        ("outcome", outcome_name(v.outcome).to_string()),
+        ("outcome", v.outcome.name().to_string()),
         ("tool", v.tool.clone()),
         ("baseline", v.baseline.path.clone()),
         ("candidate", v.candidate.path.clone()),
@@ -95,10 +91,7 @@ pub fn junit(v: &Verdict) -> String {
         ("min-effect-memory-mb", s.min_effect_memory_mb.to_string()),
         ("min-samples", s.min_samples.to_string()),
         ("confidence", s.confidence.to_string()),
-        (
-            "effect-rule",
-            serde_json::to_value(s.effect_rule).ok().and_then(|x| x.as_str().map(str::to_owned)).unwrap_or_default(),
-        ),
+        ("effect-rule", s.effect_rule.name().to_string()),
         ("only-in-baseline", v.only_in_baseline.len().to_string()),
         ("only-in-candidate", v.only_in_candidate.len().to_string()),
     ] {
@@ -111,7 +104,7 @@ pub fn junit(v: &Verdict) -> String {
         let _ = writeln!(o, "    <testcase classname=\"{}\" name=\"{}\">", xml(&class), xml(&name));
         o.push_str("      <properties>\n");
         for (k, val) in [
-            ("status", status_name(c.status).to_string()),
+            ("status", c.status.name().to_string()),
             ("config-id", c.key.config_id.clone()),
             ("unit", c.unit.clone()),
             ("baseline-n", c.baseline.n.to_string()),
@@ -188,7 +181,7 @@ pub fn summary(v: &Verdict, limit: usize) -> String {
         s.min_effect_memory_mb,
         s.min_samples,
         s.confidence * 100.0,
-        serde_json::to_value(s.effect_rule).ok().and_then(|x| x.as_str().map(str::to_owned)).unwrap_or_default()
+        s.effect_rule.name()
     );
     head.push_str("| status | count |\n|---|---:|\n");
     for (k, n) in &v.counts.by_status {
@@ -209,16 +202,8 @@ pub fn summary(v: &Verdict, limit: usize) -> String {
         "| | configuration | device | workload | metric | baseline | candidate | ratio (CI) | p (Holm) | why |\n",
     );
     head.push_str("|---|---|---|---|---|---:|---:|---|---:|---|\n");
-    // Failures first, then changes, then the rest.
-    let rank = |c: &Comparison| match (c.fails(), c.status) {
-        (true, _) => 0,
-        (_, Status::Improvement) => 1,
-        (_, Status::Inconclusive | Status::Invalid) => 2,
-        (_, Status::NotMeasured) => 4,
-        _ => 3,
-    };
     let mut rows: Vec<&Comparison> = v.comparisons.iter().collect();
-    rows.sort_by_key(|c| rank(c));
+    rows.sort_by_key(|c| c.rank());
     let tail_note = |left: usize| {
         format!(
             "\n_{left} more row(s) left out to keep this summary under {} KiB; `--json` has them all._\n",
@@ -227,9 +212,8 @@ pub fn summary(v: &Verdict, limit: usize) -> String {
     };
     let mut body = String::new();
     for (i, c) in rows.iter().enumerate() {
-        let mark = if c.fails() { "FAIL" } else { status_name(c.status) };
-        let why = if c.fails() { failure_line(c) } else { c.reason.clone() };
-        let med = |m: Option<f64>| m.map_or_else(|| "-".into(), |x| format!("{x:.1}"));
+        let mark = if c.fails() { "FAIL" } else { c.status.name() };
+        let why = why(c);
         let line = format!(
             "| {mark} | {} | {} | {}+{} | {} | {} | {} | {} | {} | {} |\n",
             md(&c.config_name),
@@ -237,8 +221,8 @@ pub fn summary(v: &Verdict, limit: usize) -> String {
             c.key.prompt_tokens,
             c.key.gen_tokens,
             c.metric.name(),
-            med(c.baseline.median),
-            med(c.candidate.median),
+            cell(c.baseline.median),
+            cell(c.candidate.median),
             ratio_cell(c),
             c.p_regression_holm.map_or_else(|| "-".into(), |p| format!("{p:.2e}")),
             md(&why)

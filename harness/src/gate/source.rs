@@ -148,7 +148,11 @@ pub fn load(path: &Path) -> Result<Loaded, SourceError> {
 }
 
 fn from_store(db: &Path, shown: &str) -> Result<Loaded, SourceError> {
-    let store = crate::store::Store::open_read_only(db)?;
+    of_store(&crate::store::Store::open_read_only(db)?, shown)
+}
+
+/// A side from a store already open (`shown` names it in the outputs).
+pub fn of_store(store: &crate::store::Store, shown: &str) -> Result<Loaded, SourceError> {
     let records = store.records(Provenance::Measured)?;
     let failures = store.failures()?;
     Ok(Loaded::new(shown, "store", records, failures).with_runs(&store.runs()?))

@@ -62,7 +62,10 @@ pub fn mann_whitney(candidate: &[f64], baseline: &[f64], side: Side) -> UTest {
             }
         }
     }
-    let ties = has_ties(candidate, baseline);
+    // Both samples sorted together: ties are equal neighbours.
+    let mut all: Vec<f64> = candidate.iter().chain(baseline).copied().collect();
+    all.sort_by(f64::total_cmp);
+    let ties = all.windows(2).any(|w| w[0] == w[1]);
     if !ties && n <= EXACT_MAX && m <= EXACT_MAX {
         // P(U >= u) under H0; u is an integer without ties.
         let dist = u_distribution(n, m);
@@ -74,8 +77,6 @@ pub fn mann_whitney(candidate: &[f64], baseline: &[f64], side: Side) -> UTest {
     let (nf, mf) = (n as f64, m as f64);
     let mean = nf * mf / 2.0;
     // Tie-corrected variance: n m / 12 ((N + 1) - sum(t^3 - t) / (N (N - 1))).
-    let mut all: Vec<f64> = candidate.iter().chain(baseline).copied().collect();
-    all.sort_by(f64::total_cmp);
     let big_n = (n + m) as f64;
     let mut tie_term = 0.0;
     let mut i = 0;
@@ -96,12 +97,6 @@ pub fn mann_whitney(candidate: &[f64], baseline: &[f64], side: Side) -> UTest {
     let z = (u - mean - 0.5) / var.sqrt();
     let p = 1.0 - Normal::standard().cdf(z);
     UTest { u, p: p.clamp(0.0, 1.0), exact: false }
-}
-
-fn has_ties(a: &[f64], b: &[f64]) -> bool {
-    let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
-    all.sort_by(f64::total_cmp);
-    all.windows(2).any(|w| w[0] == w[1])
 }
 
 /// Counts of each U = 0..=n m over the C(n+m, n) arrangements, from the

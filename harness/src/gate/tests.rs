@@ -286,3 +286,24 @@ mod abab_tests {
         assert!(got.baseline.is_empty() && LOG.lock().unwrap().is_empty());
     }
 }
+
+#[test]
+fn names_are_the_serialized_names() {
+    let json = |v: serde_json::Value| v.as_str().unwrap().to_owned();
+    for s in [
+        Status::Pass,
+        Status::Regression,
+        Status::Improvement,
+        Status::Inconclusive,
+        Status::Invalid,
+        Status::NotMeasured,
+    ] {
+        assert_eq!(s.name(), json(serde_json::to_value(s).unwrap()));
+    }
+    for o in [Outcome::Pass, Outcome::Inconclusive, Outcome::Fail] {
+        assert_eq!(o.name(), json(serde_json::to_value(o).unwrap()));
+    }
+    for r in [EffectRule::Estimate, EffectRule::Interval] {
+        assert_eq!(r.name(), json(serde_json::to_value(r).unwrap()));
+    }
+}

@@ -27,6 +27,20 @@ pub enum Status {
     NotMeasured,
 }
 
+impl Status {
+    /// Its name in `--json` and JUnit (`not-measured`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Regression => "regression",
+            Status::Improvement => "improvement",
+            Status::Inconclusive => "inconclusive",
+            Status::Invalid => "invalid",
+            Status::NotMeasured => "not-measured",
+        }
+    }
+}
+
 /// One side's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SideFigures {
@@ -107,6 +121,19 @@ impl Comparison {
     pub fn budget_failed(&self) -> bool {
         self.budget.is_some_and(|b| b.status == budget::Status::Fail)
     }
+
+    /// Where it stands in a listing: failures first, then improvements, then
+    /// the undecided (inconclusive, invalid), the passes, and what was not
+    /// measured last.
+    pub fn rank(&self) -> u8 {
+        match (self.fails(), self.status) {
+            (true, _) => 0,
+            (_, Status::Improvement) => 1,
+            (_, Status::Inconclusive | Status::Invalid) => 2,
+            (_, Status::NotMeasured) => 4,
+            _ => 3,
+        }
+    }
 }
 
 /// The gate's outcome.
@@ -119,6 +146,17 @@ pub enum Outcome {
     Inconclusive,
     /// A regression or a broken budget.
     Fail,
+}
+
+impl Outcome {
+    /// Its name in `--json` and JUnit.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Inconclusive => "inconclusive",
+            Outcome::Fail => "fail",
+        }
+    }
 }
 
 /// A result present on one side only.

@@ -89,10 +89,8 @@ pub fn section(s: &mut String, v: &Verdict) {
          <th>interval</th><th class=\"n\">p (Holm)</th><th>why</th></tr></thead><tbody>",
     );
     let mut rows: Vec<&Comparison> = v.comparisons.iter().collect();
-    rows.sort_by_key(|c| (!c.fails(), c.status != Status::Improvement, c.status == Status::NotMeasured));
+    rows.sort_by_key(|c| c.rank());
     for c in rows {
-        let med = |m: Option<f64>| m.map_or_else(|| "-".into(), |x| format!("{x:.1}"));
-        let why = if c.fails() { render::failure_line(c) } else { c.reason.clone() };
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}+{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
@@ -103,12 +101,12 @@ pub fn section(s: &mut String, v: &Verdict) {
             c.key.prompt_tokens,
             c.key.gen_tokens,
             c.metric.name(),
-            med(c.baseline.median),
-            med(c.candidate.median),
+            render::cell(c.baseline.median),
+            render::cell(c.candidate.median),
             c.ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}")),
             interval_bar(c),
             c.p_regression_holm.map_or_else(|| "-".into(), |p| format!("{p:.2e}")),
-            escape(&why)
+            escape(&render::why(c))
         );
     }
     s.push_str("</tbody></table></div>");
