@@ -28,7 +28,7 @@ fn bench(c: &mut Criterion) {
     for threads in [1, 2] {
         let pool = Pool::new(threads);
         g.bench_function(format!("{ROWS}x{COLS} {threads} thread(s)"), |b| {
-            b.iter(|| matmul(&pool, [&w], [&mut out[..]], &xq, 1))
+            b.iter(|| matmul(&pool, [&w], [&mut out[..]], &x, &xq, 1))
         });
     }
     g.finish();

@@ -3,11 +3,13 @@
 
 use std::io::Cursor;
 
-use candle_core::quantized::{gguf_file, QTensor};
+use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_qwen3::ModelWeights;
 use pocketbench::arch::{Quant, ShapeSpec};
-use pocketbench::probe::gguf::{f32_values, generate_chunked, metadata, tensor_plan, write_model, Meta};
+use pocketbench::probe::gguf::{
+    f32_values, generate_chunked, metadata, quantize_grouped, tensor_plan, write_model, Meta, Storage,
+};
 
 mod common;
 
@@ -137,6 +139,69 @@ fn unsupported_shapes_say_why() {
     assert_eq!(with.len() - without.len(), 2 * s.layers as usize);
     assert!(without.iter().all(|t| !t.name.contains("_q_norm") && !t.name.contains("_k_norm")));
     s.qk_norm = true;
+    // The group forms llama.cpp can read are stored as its blocks; others say why.
     s.quant = "int4 group=64".parse().unwrap();
-    assert!(tensor_plan(&s).unwrap_err().to_string().contains("no ggml storage type"));
+    assert!(tensor_plan(&s)
+        .unwrap()
+        .iter()
+        .all(|t| t.dims.len() == 1 || (t.dtype == GgmlDType::Q4_0 && t.group == 64)));
+    s.quant = "int4 group=256 zero".parse().unwrap();
+    let e = tensor_plan(&s).unwrap_err().to_string();
+    assert!(e.contains("groups of 256") && e.contains("hidden = 128"), "{e}");
+    for q in ["int3 group=64", "int4 group=16", "int8 group=64 zero"] {
+        s.quant = q.parse().unwrap();
+        let e = tensor_plan(&s).unwrap_err().to_string();
+        assert!(e.contains(q) && e.contains("no storage that llama.cpp or the native engine reads"), "{q}: {e}");
+    }
+}
+
+/// Random rows around an offset, so Q4_1's minimum is not zero.
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    use rand::{Rng, SeedableRng};
+    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| r.random_range(-0.5f32..1.5)).collect()
+}
+
+#[test]
+fn grouped_quantization_at_the_block_size_is_ggmls_own() {
+    let x = values(32 * 64, 1);
+    let t = Tensor::from_vec(x.clone(), (64, 32), &Device::Cpu).unwrap();
+    for dtype in [GgmlDType::Q4_0, GgmlDType::Q4_1, GgmlDType::Q8_0] {
+        let want = QTensor::quantize(&t, dtype).unwrap().data().unwrap().into_owned();
+        assert_eq!(quantize_grouped(&x, dtype, 32), want, "{dtype:?}");
+    }
+}
+
+#[test]
+fn group_64_q4_1_shares_one_scale_and_minimum_across_two_blocks() {
+    let x = values(64 * 8, 2);
+    let bytes = quantize_grouped(&x, GgmlDType::Q4_1, 64);
+    assert_eq!(bytes.len(), x.len() / 32 * 20, "stored as Q4_1 blocks of 32: 5 bits a weight");
+    let half = |b: &[u8]| half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+    for (g, pair) in bytes.chunks_exact(40).zip(x.chunks_exact(64)) {
+        assert_eq!(g[..4], g[20..24], "the group's scale and minimum repeat in its second block");
+        let (d, m) = (half(&g[..2]), half(&g[2..4]));
+        let (lo, hi) = pair.iter().fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+        assert!((m - lo).abs() <= 1e-3 && (d - (hi - lo) / 15.0).abs() <= 1e-3, "group statistics over all 64");
+    }
+    // candle (ggml's dequantizer) reads them back within half a step of the input.
+    let q = pocketbench::kernels::QMatrix::new(pocketbench::kernels::WeightType::Q4_1, 8, 64, bytes.clone()).unwrap();
+    let mut row = vec![0f32; 64];
+    for r in 0..8 {
+        q.dequantize_row(r, &mut row);
+        let d = half(&bytes[r * 40..r * 40 + 2]);
+        for (a, b) in row.iter().zip(&x[r * 64..(r + 1) * 64]) {
+            assert!((a - b).abs() <= d * 0.5 + 2e-3, "row {r}: {a} vs {b} (step {d})");
+        }
+    }
+}
+
+#[test]
+fn storage_says_how_a_group_form_differs_from_the_compact_one() {
+    let q: Quant = "int4 group=64 zero".parse().unwrap();
+    let st = Storage::of(q).unwrap();
+    assert_eq!((st.dtype, st.group), (GgmlDType::Q4_1, 64));
+    let d = st.describe(q);
+    assert!(d.contains("q4_1 blocks of 32") && d.contains("5.00 bits per weight stored") && d.contains("4.50"), "{d}");
+    assert_eq!(Storage::of(Quant::Q4_1).unwrap().describe(Quant::Q4_1), "q4_1 as ggml q4_1");
 }

@@ -98,6 +98,56 @@ fn one_repetition_has_no_interval() {
         .stdout(predicate::str::contains("no interval (1 repetition)").and(predicate::str::contains("95% CI").not()));
 }
 
+/// TINY at widths every block size divides (Q4_K and Q6_K store 256).
+fn wide(quant: &str) -> Vec<String> {
+    let mut a: Vec<String> = TINY.iter().map(|s| s.to_string()).collect();
+    a[1] = "256".into();
+    a[9] = "512".into();
+    a.extend(["--quant".into(), quant.into()]);
+    a
+}
+
+#[test]
+fn every_storage_type_the_sweep_accepts_measures_natively_or_is_refused_first() {
+    let d = tempfile::tempdir().unwrap();
+    for quant in ["q4_1", "q4_k", "f16", "int4 group=64 zero"] {
+        let out = pb(d.path())
+            .arg("run")
+            .args(wide(quant))
+            .args(["--device", "host", "--prompt", "8", "--gen", "4", "--reps", "1", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{quant}: {}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        // The native engine itself, never candle-transformers under its name.
+        let engine = v["engine"].as_str().unwrap();
+        assert!(engine.starts_with("candle (pocketbench native"), "{quant}: {engine}");
+        let weights = v["measurement"]["probe"]["methods"]["weights"].as_str().unwrap();
+        assert!(weights.starts_with(quant), "{quant}: {weights}");
+        if quant.starts_with("int4") {
+            assert!(weights.contains("stored as ggml q4_1 blocks of 32"), "{weights}");
+        }
+    }
+    // No kernels for Q6_K: refused before anything is built, naming what to do.
+    pb(d.path())
+        .arg("run")
+        .args(wide("q6_k"))
+        .args(["--device", "host", "--prompt", "8", "--gen", "4"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("the native engine has no q6_k kernels")
+                .and(predicate::str::contains("--engine llama-bench")),
+        );
+    pb(d.path())
+        .arg("run")
+        .args(wide("int3 group=64"))
+        .args(["--device", "host", "--prompt", "8", "--gen", "4"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("`int3 group=64` has no storage"));
+}
+
 #[test]
 fn run_refuses_bad_settings_and_unreachable_devices() {
     let d = tempfile::tempdir().unwrap();

@@ -1,13 +1,14 @@
 //! The built-in engine's native path against candle-transformers' stock
 //! quantized Qwen3 and Llama on the same GGUF: the same logits within
 //! quantization noise, across prompt chunks, the KV cache, tied and untied
-//! outputs, with and without QK-norm (llama.cpp `qwen3` and `llama`), Q4_0
-//! and Q8_0, one and two threads.
+//! outputs, with and without QK-norm (llama.cpp `qwen3` and `llama`), every
+//! storage type the native kernels run (Q4_0, Q4_1, Q8_0, Q4_K, F16, F32,
+//! and the study's group-64 Q4_1), one and two threads.
 
 use pocketbench::arch::{Quant, ShapeSpec};
 use pocketbench::probe::engine::CandleModel;
 use pocketbench::probe::gguf::{write_model, write_model_with_std};
-use pocketbench::probe::native::{LoadError, NativeModel, CHUNK};
+use pocketbench::probe::native::{LoadError, NativeModel, CHUNK, NATIVE_TYPES};
 
 mod common;
 
@@ -16,10 +17,19 @@ fn model_file(quant: Quant, tied: bool, dir: &tempfile::TempDir) -> std::path::P
 }
 
 fn model_file_of(quant: Quant, tied: bool, qk_norm: bool, dir: &tempfile::TempDir) -> std::path::PathBuf {
-    let shape = ShapeSpec { tied: Some(tied), quant: Some(quant), qk_norm: Some(qk_norm), ..common::tiny_spec() }
-        .resolve()
-        .unwrap();
-    let path = dir.path().join(format!("{quant}-{tied}-{qk_norm}.gguf"));
+    // Q4_K stores rows in super-blocks of 256: every width a multiple.
+    let wide = matches!(quant, Quant::Q4K | Quant::Q6K);
+    let shape = ShapeSpec {
+        tied: Some(tied),
+        quant: Some(quant),
+        qk_norm: Some(qk_norm),
+        hidden: Some(if wide { 256 } else { 128 }),
+        ffn: Some(if wide { 512 } else { 256 }),
+        ..common::tiny_spec()
+    }
+    .resolve()
+    .unwrap();
+    let path = dir.path().join(format!("{}-{tied}-{qk_norm}.gguf", quant.to_string().replace(' ', "_")));
     write_model(&shape, 11, &path).unwrap();
     path
 }
@@ -68,6 +78,14 @@ fn native_logits_match_candle_transformers() {
         (Quant::Q4_0, true, false, 2),
         (Quant::Q4_0, false, false, 1),
         (Quant::Q8_0, true, false, 1),
+        (Quant::Q4_1, false, true, 2),
+        (Quant::Q4_1, true, false, 1),
+        (Quant::Q4K, true, true, 2),
+        (Quant::Q4K, false, false, 1),
+        (Quant::F16, true, false, 2),
+        (Quant::F32, false, true, 1),
+        (Quant::Int { bits: 4, group: 64, zero_point: true }, true, true, 2),
+        (Quant::Int { bits: 4, group: 128, zero_point: false }, false, false, 1),
     ] {
         let path = model_file_of(quant, tied, qk_norm, &dir);
         let mut reference = CandleModel::load(&path).unwrap();
@@ -93,13 +111,13 @@ fn native_logits_match_candle_transformers() {
 }
 
 #[test]
-fn other_tensor_types_are_reported_as_unsupported_and_bad_input_is_refused() {
+fn other_tensor_types_are_refused_with_the_types_it_runs_and_bad_input_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let path = model_file(Quant::Q4_1, true, &dir);
+    let path = model_file(Quant::Q6K, true, &dir);
     match NativeModel::load(&path, 1, 64) {
-        Err(LoadError::Unsupported(why)) => assert!(why.contains("q4_0 and q8_0"), "{why}"),
+        Err(LoadError::Unsupported(why)) => assert!(why.contains(NATIVE_TYPES), "{why}"),
         Err(LoadError::Engine(e)) => panic!("expected Unsupported, got {e}"),
-        Ok(_) => panic!("q4_1 should not load on the native path"),
+        Ok(_) => panic!("q6_k has no native kernels"),
     }
     let mut m = NativeModel::load(&model_file(Quant::Q4_0, true, &dir), 1, 16).unwrap();
     assert!(m.forward(&[1; 17], 0).unwrap_err().0.contains("exceed the context of 16"));

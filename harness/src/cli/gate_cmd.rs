@@ -121,10 +121,11 @@ fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
     Ok(s)
 }
 
-/// Write an output file. An I/O error carries no library error, so
+/// Write an output file whole or not at all (a killed gate leaves no partial
+/// JUnit for CI to read). An I/O error carries no library error, so
 /// `exit::classify` gives it exit 3.
-fn write(path: &Path, text: &str) -> anyhow::Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+pub(super) fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    pocketbench::calibrate::write_atomic(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Run `gate`.

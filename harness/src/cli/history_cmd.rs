@@ -55,8 +55,7 @@ pub fn run(a: &HistoryArgs) -> anyhow::Result<Code> {
     };
     let h = history::history(&inputs, order, &s);
     if let Some(p) = &a.json {
-        std::fs::write(p, serde_json::to_string_pretty(&h)? + "\n")
-            .with_context(|| format!("writing {}", p.display()))?;
+        super::gate_cmd::write(p, &(serde_json::to_string_pretty(&h)? + "\n"))?;
     }
     let shifted = h.series.iter().filter(|x| !x.shifts.is_empty()).count();
     for x in h.series.iter().filter(|x| a.all || !x.shifts.is_empty()) {

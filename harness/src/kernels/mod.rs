@@ -30,15 +30,21 @@ mod matmul;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod pool;
+mod qmatrix;
 mod scalar;
+mod select;
+#[cfg(target_arch = "x86_64")]
+mod vnni;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
 use std::sync::OnceLock;
 
 pub use attention::{attend, KvRows};
-pub use matmul::{argmax, for_each_chunk, matmul, span, QMatrix, WeightType, GROUP};
+pub use matmul::{argmax, for_each_chunk, matmul, span};
 pub use pool::Pool;
+pub use qmatrix::{QMatrix, WeightType, GROUP, WEIGHT_TYPES};
+pub use select::{x8_choice, x8_variant, Choice, X8, X8_VARIANTS};
 
 /// Call the AVX2 kernel `x86::f` or the NEON kernel `neon::f` when [`isa`]
 /// chose that instruction set, else `scalar::f`. `dispatch!(x86 f(..))`
@@ -151,9 +157,6 @@ pub fn silu_mul(g: &mut [f32], u: &[f32]) {
     dispatch!(x86 silu_mul(g, u))
 }
 
-/// A dot product of one weight row (raw ggml blocks) with quantized activations.
-pub type DotFn = fn(&[u8], &[BlockQ8]) -> f32;
-
 /// Dot product of a Q4_0 row (`x.len()` blocks of 18 bytes) with `x`.
 pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     assert_eq!(row.len(), x.len() * 18, "dot_q4_0: length mismatch");
@@ -161,16 +164,75 @@ pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 }
 
 /// Dot products of eight Q4_0 rows stored interleaved (see [`QMatrix`])
-/// with `x`, written to `out`.
+/// with `x`, written to `out`, by the variant [`x8_variant`] chose.
 pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     assert_eq!(Some(group.len()), x.len().checked_mul(18 * 8), "dot_q4_0x8: length mismatch");
-    dispatch!(dot_q4_0x8(group, x, out))
+    // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
+    unsafe { x8_with::<false>(x8_variant(), group, x, out) }
+}
+
+/// The interleaved 4-bit kernel of variant `v` (`MIN`: Q4_1, else Q4_0).
+///
+/// # Safety
+/// `v` must be [`X8::supported`], and `group.len() == x.len() * 8 * (20 if
+/// MIN else 18)`.
+unsafe fn x8_with<const MIN: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    match v {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2, FMA and F16C detected (`supported`); lengths as the caller guarantees.
+        X8::Avx2 => unsafe { x86::dot_q4x8::<MIN>(group, x, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
+        X8::AvxVnni => unsafe { vnni::dot_q4x8_avxvnni::<MIN>(group, x, out) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512 F, BW and VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
+        X8::Avx512Vnni => unsafe { vnni::dot_q4x8_avx512vnni::<MIN>(group, x, out) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: NEON is part of the AArch64 baseline; lengths as the caller guarantees.
+        X8::Neon if !MIN => unsafe { neon::dot_q4_0x8(group, x, out) },
+        _ => scalar::dot_q4x8::<MIN>(group, x, out),
+    }
+}
+
+/// Dot product of a Q4_1 row (`x.len()` blocks of 20 bytes) with `x`. Only
+/// the `rows % 8` tail rows of a matrix take this path, so it has no SIMD
+/// variant.
+pub fn dot_q4_1(row: &[u8], x: &[BlockQ8]) -> f32 {
+    assert_eq!(row.len(), x.len() * 20, "dot_q4_1: length mismatch");
+    scalar::dot_q4_1(row, x)
+}
+
+/// Dot products of eight Q4_1 rows stored interleaved (see [`QMatrix`]).
+pub fn dot_q4_1x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    assert_eq!(Some(group.len()), x.len().checked_mul(20 * 8), "dot_q4_1x8: length mismatch");
+    // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
+    unsafe { x8_with::<true>(x8_variant(), group, x, out) }
+}
+
+/// Dot product of a Q4_K row (`x.len() / 8` super-blocks of 144 bytes)
+/// with `x`.
+pub fn dot_q4_k(row: &[u8], x: &[BlockQ8]) -> f32 {
+    assert!(x.len().is_multiple_of(8) && row.len() == x.len() / 8 * 144, "dot_q4_k: length mismatch");
+    dispatch!(x86 dot_q4_k(row, x))
 }
 
 /// Dot product of a Q8_0 row (`x.len()` blocks of 34 bytes) with `x`.
 pub fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     assert_eq!(row.len(), x.len() * 34, "dot_q8_0: length mismatch");
     dispatch!(dot_q8_0(row, x))
+}
+
+/// Dot product of an f16 row (`x.len()` little-endian halves) with f32 `x`.
+pub fn dot_f16(row: &[u8], x: &[f32]) -> f32 {
+    assert_eq!(Some(row.len()), x.len().checked_mul(2), "dot_f16: length mismatch");
+    dispatch!(x86 dot_f16(row, x))
+}
+
+/// Dot product of an f32 row stored as bytes (`x.len()` little-endian
+/// floats, not necessarily aligned) with `x`.
+pub fn dot_f32_bytes(row: &[u8], x: &[f32]) -> f32 {
+    assert_eq!(Some(row.len()), x.len().checked_mul(4), "dot_f32_bytes: length mismatch");
+    dispatch!(x86 dot_f32_bytes(row, x))
 }
 
 /// Dot product of two f32 slices of equal length.
@@ -211,5 +273,7 @@ pub fn f16_to_f32(bits: u16) -> f32 {
     half::f16::from_bits(bits).to_f32()
 }
 
+#[cfg(test)]
+mod format_tests;
 #[cfg(test)]
 mod tests;

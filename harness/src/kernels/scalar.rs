@@ -17,21 +17,78 @@ pub(super) fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     acc
 }
 
-pub(super) fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+/// Interleaved 4-bit rows; `MIN`: Q4_1, else Q4_0 (see [`super::QMatrix`]).
+pub(super) fn dot_q4x8<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
     *out = [0.0; 8];
-    for (blk, y) in group.chunks_exact(144).zip(x) {
+    for (blk, y) in group.chunks_exact(bb).zip(x) {
         for (lane, o) in out.iter_mut().enumerate() {
-            let d = f16_to_f32(u16::from_le_bytes([blk[2 * lane], blk[2 * lane + 1]]));
-            let mut sum = -8 * y.sum;
-            for m in 0..4 {
+            let d = half(blk, 2 * lane);
+            let mut sum = if MIN { 0 } else { -8 * y.sum };
+            for run in 0..4 {
                 for j in 0..4 {
-                    let q = blk[16 + 32 * m + 4 * lane + j];
-                    sum += (q & 0x0f) as i32 * y.qs[4 * m + j] as i32 + (q >> 4) as i32 * y.qs[16 + 4 * m + j] as i32;
+                    let q = blk[at + 32 * run + 4 * lane + j];
+                    sum +=
+                        (q & 0x0f) as i32 * y.qs[4 * run + j] as i32 + (q >> 4) as i32 * y.qs[16 + 4 * run + j] as i32;
                 }
             }
             *o += sum as f32 * d * y.d;
+            if MIN {
+                *o += half(blk, 16 + 2 * lane) * y.d * y.sum as f32;
+            }
         }
     }
+}
+
+pub(super) fn dot_q4_1(row: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut acc = 0f32;
+    for (blk, y) in row.chunks_exact(20).zip(x) {
+        let (d, m) = (half(blk, 0), half(blk, 2));
+        let (ylo, yhi) = y.qs.split_at(BLOCK / 2);
+        let mut sum = 0i32;
+        for ((q, a), b) in blk[4..].iter().zip(ylo).zip(yhi) {
+            sum += (q & 0x0f) as i32 * *a as i32 + (q >> 4) as i32 * *b as i32;
+        }
+        acc += sum as f32 * d * y.d + m * y.d * y.sum as f32;
+    }
+    acc
+}
+
+pub(super) fn dot_q4_k(row: &[u8], x: &[BlockQ8]) -> f32 {
+    let mut acc = 0f32;
+    for (blk, ys) in row.chunks_exact(144).zip(x.chunks_exact(8)) {
+        let (d, dmin, scales) = (half(blk, 0), half(blk, 2), &blk[4..16]);
+        for (j, qs) in blk[16..].chunks_exact(32).enumerate() {
+            for (sub, shift) in [(2 * j, 0), (2 * j + 1, 4)] {
+                let (sc, m) = super::qmatrix::q4_k_scale_min(sub, scales);
+                let y = &ys[sub];
+                let sum: i32 = qs.iter().zip(&y.qs).map(|(q, a)| ((q >> shift) & 0x0f) as i32 * *a as i32).sum();
+                acc += d * sc as f32 * y.d * sum as f32 - dmin * m as f32 * y.d * y.sum as f32;
+            }
+        }
+    }
+    acc
+}
+
+pub(super) fn dot_f16(row: &[u8], x: &[f32]) -> f32 {
+    dot_with(row.chunks_exact(2).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))), x)
+}
+
+pub(super) fn dot_f32_bytes(row: &[u8], x: &[f32]) -> f32 {
+    dot_with(row.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])), x)
+}
+
+/// `w · x` with eight partial sums (no allocation: decode allocates nothing).
+fn dot_with(w: impl Iterator<Item = f32>, x: &[f32]) -> f32 {
+    let mut s = [0f32; 8];
+    for (i, (a, b)) in w.zip(x).enumerate() {
+        s[i % 8] += a * b;
+    }
+    s.iter().sum()
+}
+
+fn half(b: &[u8], at: usize) -> f32 {
+    f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
 }
 
 pub(super) fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {

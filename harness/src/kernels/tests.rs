@@ -113,11 +113,11 @@ fn matmul_splits_rows_and_tokens_across_threads() {
     let plain8 = random_blocks(5 * nb, 34, &mut r);
     let m = QMatrix::new(WeightType::Q4_0, rows, nb * BLOCK, plain4.clone()).unwrap();
     let m2 = QMatrix::new(WeightType::Q8_0, 5, nb * BLOCK, plain8.clone()).unwrap();
-    let (_, x) = activations(nb * tokens, &mut r);
+    let (xf, x) = activations(nb * tokens, &mut r);
     for threads in [1, 2, 3] {
         let pool = Pool::new(threads);
         let (mut out, mut out2) = (vec![0f32; rows * tokens], vec![0f32; 5 * tokens]);
-        matmul(&pool, [&m, &m2], [&mut out, &mut out2], &x, tokens);
+        matmul(&pool, [&m, &m2], [&mut out, &mut out2], &xf, &x, tokens);
         for b in 0..tokens {
             let xb = &x[b * nb..(b + 1) * nb];
             for row in 0..rows {
@@ -140,7 +140,7 @@ fn interleaved_kernel_matches_the_portable_one() {
         let m = QMatrix::new(WeightType::Q4_0, 8, nb * BLOCK, random_blocks(8 * nb, 18, &mut r)).unwrap();
         let (mut a, mut b) = ([0f32; 8], [0f32; 8]);
         dot_q4_0x8(&m.data, &x, &mut a);
-        scalar::dot_q4_0x8(&m.data, &x, &mut b);
+        scalar::dot_q4x8::<false>(&m.data, &x, &mut b);
         for (p, q) in a.iter().zip(&b) {
             assert!((p - q).abs() <= 1e-4 * q.abs().max(1.0), "nb={nb}: {a:?} vs {b:?}");
         }

@@ -95,25 +95,30 @@ pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 /// one `vcvtph2ps`, and no horizontal sum is needed. Nibbles stay unsigned
 /// (0..15) and `8 * sum(y)` is subtracted once per block. The eight i16
 /// partial sums of a block stay below 8 × 2 × 15 × 128 = 30720, inside i16.
+/// With `MIN` (Q4_1) the eight minimums follow the eight scales
+/// (`w = d * q + m`), so each block adds `d * dy * sum(q * y) + m * dy * sum(y)`.
 ///
 /// # Safety
-/// The CPU must have AVX2, FMA and F16C, and `group.len() == x.len() * 144`.
+/// The CPU must have AVX2, FMA and F16C, and `group.len() == x.len() * 8 *
+/// (20 if MIN else 18)`.
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `group.len() == x.len() * 144`; every pointer offset below stays inside the slices this bounds.
+pub(super) unsafe fn dot_q4x8<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and the group holds `x.len()` block columns; every pointer offset below stays inside it.
     unsafe {
+        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
         let lo = _mm256_set1_epi8(0x0f);
         let ones = _mm256_set1_epi16(1);
         let mut acc = _mm256_setzero_ps();
         let p = group.as_ptr();
         for (b, y) in x.iter().enumerate() {
             // SAFETY (caller): block column b of the group lies inside `group`.
-            let blk = p.add(b * 144);
+            let blk = p.add(b * bb);
             let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
             let yq = y.qs.as_ptr() as *const i32;
             let mut s16 = _mm256_setzero_si256();
             for m in 0..4 {
-                let pk = _mm256_loadu_si256(blk.add(16 + 32 * m) as *const __m256i);
+                let pk = _mm256_loadu_si256(blk.add(at + 32 * m) as *const __m256i);
                 let l = _mm256_and_si256(pk, lo);
                 let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
                 let yl = _mm256_set1_epi32(yq.add(m).read_unaligned());
@@ -121,10 +126,118 @@ pub(super) unsafe fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8])
                 s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(l, yl));
                 s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(h, yh));
             }
-            let s32 = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(8 * y.sum));
-            acc = _mm256_fmadd_ps(_mm256_mul_ps(dx, _mm256_set1_ps(y.d)), _mm256_cvtepi32_ps(s32), acc);
+            let s32 = _mm256_madd_epi16(s16, ones);
+            let dxy = _mm256_mul_ps(dx, _mm256_set1_ps(y.d));
+            if MIN {
+                let mx = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i));
+                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
+                acc = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), acc);
+            } else {
+                let s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * y.sum));
+                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
+            }
         }
         _mm256_storeu_ps(out.as_mut_ptr(), acc);
+    }
+}
+
+/// A Q4_K row: per 64-weight run, one 32-byte load holds sub-block `2j` in
+/// its low nibbles and `2j + 1` in its high ones; unsigned nibbles times
+/// signed activation bytes with `maddubs` (pairs stay below 2 × 15 × 128,
+/// inside i16), scaled per sub-block; the minimums' share is one scalar sum.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, `x.len()` a multiple of 8 and
+/// `row.len() == x.len() / 8 * 144`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_q4_k(row: &[u8], x: &[BlockQ8]) -> f32 {
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `row.len() == x.len() / 8 * 144`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let lo = _mm256_set1_epi8(0x0f);
+        let ones = _mm256_set1_epi16(1);
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut mins = 0f32;
+        let p = row.as_ptr();
+        for (sb, ys) in x.chunks_exact(8).enumerate() {
+            // SAFETY (caller): super-block sb lies inside `row`.
+            let blk = p.add(sb * 144);
+            let (d, dmin) = (half_at!(blk), half_at!(blk.add(2)));
+            let scales = std::slice::from_raw_parts(blk.add(4), 12);
+            let mut sb_mins = 0f32;
+            for j in 0..4 {
+                let (s0, m0) = super::qmatrix::q4_k_scale_min(2 * j, scales);
+                let (s1, m1) = super::qmatrix::q4_k_scale_min(2 * j + 1, scales);
+                let (y0, y1) = (&ys[2 * j], &ys[2 * j + 1]);
+                let pk = _mm256_loadu_si256(blk.add(16 + 32 * j) as *const __m256i);
+                let l = _mm256_and_si256(pk, lo);
+                let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
+                let p0 = _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(l, _mm256_loadu_si256(y0.qs.as_ptr() as *const __m256i)),
+                    ones,
+                );
+                let p1 = _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(h, _mm256_loadu_si256(y1.qs.as_ptr() as *const __m256i)),
+                    ones,
+                );
+                acc0 = _mm256_fmadd_ps(_mm256_set1_ps(d * s0 as f32 * y0.d), _mm256_cvtepi32_ps(p0), acc0);
+                acc1 = _mm256_fmadd_ps(_mm256_set1_ps(d * s1 as f32 * y1.d), _mm256_cvtepi32_ps(p1), acc1);
+                sb_mins += m0 as f32 * y0.d * y0.sum as f32 + m1 as f32 * y1.d * y1.sum as f32;
+            }
+            mins += dmin * sb_mins;
+        }
+        hsum(_mm256_add_ps(acc0, acc1)) - mins
+    }
+}
+
+/// An f16 weight row times f32 activations: eight halves per F16C convert.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `row.len() == 2 * x.len()`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_f16(row: &[u8], x: &[f32]) -> f32 {
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `row.len() == 2 * x.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let (n, p, q) = (x.len(), row.as_ptr(), x.as_ptr());
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut i = 0;
+        while i + 16 <= n {
+            let w0 = _mm256_cvtph_ps(_mm_loadu_si128(p.add(2 * i) as *const __m128i));
+            let w1 = _mm256_cvtph_ps(_mm_loadu_si128(p.add(2 * i + 16) as *const __m128i));
+            acc0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(q.add(i)), acc0);
+            acc1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(q.add(i + 8)), acc1);
+            i += 16;
+        }
+        let mut s = hsum(_mm256_add_ps(acc0, acc1));
+        while i < n {
+            s += half_at!(p.add(2 * i)) * x[i];
+            i += 1;
+        }
+        s
+    }
+}
+
+/// An f32 weight row (bytes, unaligned) times f32 activations.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, and `row.len() == 4 * x.len()`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_f32_bytes(row: &[u8], x: &[f32]) -> f32 {
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and `row.len() == 4 * x.len()`; every pointer offset below stays inside the slices this bounds.
+    unsafe {
+        let (n, p, q) = (x.len(), row.as_ptr() as *const f32, x.as_ptr());
+        let (mut acc0, mut acc1) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut i = 0;
+        while i + 16 <= n {
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(p.add(i)), _mm256_loadu_ps(q.add(i)), acc0);
+            acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(p.add(i + 8)), _mm256_loadu_ps(q.add(i + 8)), acc1);
+            i += 16;
+        }
+        let mut s = hsum(_mm256_add_ps(acc0, acc1));
+        while i < n {
+            s += p.add(i).read_unaligned() * x[i];
+            i += 1;
+        }
+        s
     }
 }
 

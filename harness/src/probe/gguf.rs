@@ -58,22 +58,82 @@ pub enum GgufError {
     },
 }
 
+/// How a quantization is stored in the file: a ggml type, and the number of
+/// consecutive weights of a row that share one scale (and minimum).
+///
+/// The ggml types store their own blocks (`group` = the block: 32, or 256
+/// for the K types). The generic `int4 group=G` (G a multiple of 32) is
+/// stored as ggml Q4_0 blocks of 32 (Q4_1 with `zero`), and `int8 group=G`
+/// as Q8_0, with each group's scale (and minimum) computed over all G of its
+/// weights and repeated in each of its G/32 blocks: the weights are exactly
+/// the group-G ones, llama.cpp reads the file as plain Q4_0/Q4_1/Q8_0, and
+/// the only difference from a compact group-G format is size (Q4_1 keeps
+/// 5.0 bits per weight where `int4 group=64 zero` needs 4.5). This is the
+/// reference study's own INT4 file: "Q4_1-style with group 64 stored as two
+/// group-32 blocks".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Storage {
+    /// The ggml type of the blocks.
+    pub dtype: GgmlDType,
+    /// Weights per shared scale.
+    pub group: usize,
+}
+
+impl Storage {
+    /// How `q` is stored, or why no engine here stores it.
+    pub fn of(q: Quant) -> Result<Storage, GgufError> {
+        let native = |dtype: GgmlDType| Storage { dtype, group: dtype.block_size() };
+        Ok(match q {
+            Quant::Q4_0 => native(GgmlDType::Q4_0),
+            Quant::Q4_1 => native(GgmlDType::Q4_1),
+            Quant::Q8_0 => native(GgmlDType::Q8_0),
+            Quant::Q4K => native(GgmlDType::Q4K),
+            Quant::Q6K => native(GgmlDType::Q6K),
+            Quant::F16 => native(GgmlDType::F16),
+            Quant::F32 => native(GgmlDType::F32),
+            Quant::Int { bits: 4, group, zero_point } if group % 32 == 0 => {
+                Storage { dtype: if zero_point { GgmlDType::Q4_1 } else { GgmlDType::Q4_0 }, group: group as usize }
+            }
+            Quant::Int { bits: 8, group, zero_point: false } if group % 32 == 0 => {
+                Storage { dtype: GgmlDType::Q8_0, group: group as usize }
+            }
+            Quant::Int { .. } => {
+                return Err(GgufError::Unsupported(format!(
+                    "`{q}` has no storage that llama.cpp or the native engine reads; the probe builds \
+                     q4_0, q4_1, q8_0, q4_k, q6_k, f16, f32, `int4 group=G [zero]` and `int8 group=G` \
+                     (G a multiple of 32)"
+                )))
+            }
+        })
+    }
+
+    /// Whether groups span several ggml blocks (scales repeated).
+    pub fn is_grouped(self) -> bool {
+        self.group != self.dtype.block_size()
+    }
+
+    /// How the weights are stored, for the result's `methods`.
+    pub fn describe(self, q: Quant) -> String {
+        let name = format!("{:?}", self.dtype).to_ascii_lowercase();
+        if self.is_grouped() {
+            let stored = self.dtype.type_size() as f64 * 8.0 / self.dtype.block_size() as f64;
+            format!(
+                "{q} stored as ggml {name} blocks of {}, each group's scale{} repeated in its {} blocks \
+                 ({stored:.2} bits per weight stored; the compact form is {:.2})",
+                self.dtype.block_size(),
+                if self.dtype == GgmlDType::Q4_1 { " and minimum" } else { "" },
+                self.group / self.dtype.block_size(),
+                q.bits_per_weight()
+            )
+        } else {
+            format!("{q} as ggml {name}")
+        }
+    }
+}
+
 /// ggml storage type of a quantization.
 pub fn ggml_dtype(q: Quant) -> Result<GgmlDType, GgufError> {
-    Ok(match q {
-        Quant::Q4_0 => GgmlDType::Q4_0,
-        Quant::Q4_1 => GgmlDType::Q4_1,
-        Quant::Q8_0 => GgmlDType::Q8_0,
-        Quant::Q4K => GgmlDType::Q4K,
-        Quant::Q6K => GgmlDType::Q6K,
-        Quant::F16 => GgmlDType::F16,
-        Quant::F32 => GgmlDType::F32,
-        Quant::Int { .. } => {
-            return Err(GgufError::Unsupported(format!(
-                "`{q}` has no ggml storage type; the probe builds q4_0, q4_1, q8_0, q4_k, q6_k, f16 and f32"
-            )))
-        }
-    })
+    Storage::of(q).map(|s| s.dtype)
 }
 
 /// ggml's `ggml_type` number of a storage type (`ggml.h`).
@@ -97,17 +157,17 @@ fn ggml_type_id(t: GgmlDType) -> u32 {
     }
 }
 
-/// llama.cpp `llama_ftype` of a quantization (for `general.file_type`).
-fn file_type(q: Quant) -> u32 {
-    match q {
-        Quant::F32 => 0,
-        Quant::F16 => 1,
-        Quant::Q4_0 => 2,
-        Quant::Q4_1 => 3,
-        Quant::Q8_0 => 7,
-        Quant::Q4K => 15,
-        Quant::Q6K => 18,
-        Quant::Int { .. } => 2,
+/// llama.cpp `llama_ftype` of a storage type (for `general.file_type`).
+fn file_type(t: GgmlDType) -> u32 {
+    match t {
+        GgmlDType::F32 => 0,
+        GgmlDType::F16 => 1,
+        GgmlDType::Q4_0 => 2,
+        GgmlDType::Q4_1 => 3,
+        GgmlDType::Q8_0 => 7,
+        GgmlDType::Q4K => 15,
+        GgmlDType::Q6K => 18,
+        _ => 2,
     }
 }
 
@@ -120,6 +180,8 @@ pub struct TensorPlan {
     pub dims: Vec<usize>,
     /// Storage type.
     pub dtype: GgmlDType,
+    /// Weights of a row sharing one scale (the block, unless grouped).
+    pub group: usize,
 }
 
 impl TensorPlan {
@@ -138,7 +200,8 @@ impl TensorPlan {
 
 /// Every tensor of a shape, in file order.
 pub fn tensor_plan(s: &Shape) -> Result<Vec<TensorPlan>, GgufError> {
-    let q = ggml_dtype(s.quant)?;
+    let st = Storage::of(s.quant)?;
+    let q = st.dtype;
     let (d, h, k, dh, f, v) = (
         s.hidden as usize,
         s.heads as usize,
@@ -148,16 +211,18 @@ pub fn tensor_plan(s: &Shape) -> Result<Vec<TensorPlan>, GgufError> {
         s.vocab as usize,
     );
     for (what, cols) in [("hidden", d), ("heads x head-dim", h * dh), ("ffn", f)] {
-        if cols % q.block_size() != 0 {
+        if cols % st.group != 0 {
             return Err(GgufError::Unsupported(format!(
-                "{} stores rows in blocks of {}; {what} = {cols} is not a multiple",
+                "{} stores rows in {} of {}; {what} = {cols} is not a multiple",
                 s.quant,
-                q.block_size()
+                if st.is_grouped() { "groups" } else { "blocks" },
+                st.group
             )));
         }
     }
-    let m = |name: String, rows: usize, cols: usize| TensorPlan { name, dims: vec![rows, cols], dtype: q };
-    let n = |name: String, len: usize| TensorPlan { name, dims: vec![len], dtype: GgmlDType::F32 };
+    let m =
+        |name: String, rows: usize, cols: usize| TensorPlan { name, dims: vec![rows, cols], dtype: q, group: st.group };
+    let n = |name: String, len: usize| TensorPlan { name, dims: vec![len], dtype: GgmlDType::F32, group: 1 };
     let mut t = vec![m("token_embd.weight".into(), v, d)];
     for i in 0..s.layers as usize {
         let p = format!("blk.{i}");
@@ -247,7 +312,7 @@ pub fn metadata(s: &Shape, name: &str) -> Vec<(String, Meta)> {
         kv("general.architecture", Str(arch.into())),
         kv("general.name", Str(name.into())),
         kv("general.alignment", U32(ALIGN as u32)),
-        kv("general.file_type", U32(file_type(s.quant))),
+        kv("general.file_type", U32(Storage::of(s.quant).map_or(2, |st| file_type(st.dtype)))),
         // candle's quantized models compute RoPE tables in this dtype (0 = f32); f16 tables
         // would round positions past 2048. llama.cpp ignores the key.
         kv("general.dtype", U32(0)),
@@ -368,12 +433,63 @@ fn generate_with(
     while r < rows {
         let n = rows_per_chunk.min(rows - r);
         let data: Vec<f32> = (0..n * cols).map(|_| normal.sample(&mut rng)).collect();
-        let tensor = Tensor::from_vec(data, (n, cols), &Device::Cpu).map_err(cerr)?;
-        let q = QTensor::quantize(&tensor, t.dtype).map_err(cerr)?;
-        sink(&q.data().map_err(cerr)?).map_err(ioerr)?;
+        if t.group != t.dtype.block_size() {
+            sink(&quantize_grouped(&data, t.dtype, t.group)).map_err(ioerr)?;
+        } else {
+            let tensor = Tensor::from_vec(data, (n, cols), &Device::Cpu).map_err(cerr)?;
+            let q = QTensor::quantize(&tensor, t.dtype).map_err(cerr)?;
+            sink(&q.data().map_err(cerr)?).map_err(ioerr)?;
+        }
         r += n;
     }
     Ok(())
+}
+
+/// Quantize `x` (whole groups) to Q4_0, Q4_1 or Q8_0 blocks of 32 whose
+/// scale (and minimum) are computed over each group of `group` values and
+/// repeated in each of its blocks. The formulas are ggml's reference
+/// quantizers (`quantize_row_q4_0_ref`, `_q4_1_ref`, `_q8_0_ref`) with the
+/// statistics taken over the group; at `group` = 32 they give ggml's bytes.
+pub fn quantize_grouped(x: &[f32], dtype: GgmlDType, group: usize) -> Vec<u8> {
+    let f16 = |v: f32| half::f16::from_f32(v).to_bits().to_le_bytes();
+    let mut out = Vec::with_capacity(x.len() / 32 * dtype.type_size());
+    for g in x.chunks(group) {
+        match dtype {
+            GgmlDType::Q4_1 => {
+                let (min, max) = g.iter().fold((f32::MAX, f32::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+                let d = (max - min) / 15.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                for blk in g.chunks(32) {
+                    out.extend(f16(d));
+                    out.extend(f16(min));
+                    let q = |v: f32| (((v - min) * id + 0.5) as u8).min(15);
+                    out.extend((0..16).map(|j| q(blk[j]) | (q(blk[j + 16]) << 4)));
+                }
+            }
+            GgmlDType::Q4_0 => {
+                // The value of largest magnitude, sign kept, maps to -8.
+                let max = g.iter().fold(0f32, |m, v| if v.abs() > m.abs() { *v } else { m });
+                let d = max / -8.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                for blk in g.chunks(32) {
+                    out.extend(f16(d));
+                    let q = |v: f32| ((v * id + 8.5) as i8 as u8).min(15);
+                    out.extend((0..16).map(|j| q(blk[j]) | (q(blk[j + 16]) << 4)));
+                }
+            }
+            GgmlDType::Q8_0 => {
+                let amax = g.iter().fold(0f32, |m, v| m.max(v.abs()));
+                let d = amax / 127.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                for blk in g.chunks(32) {
+                    out.extend(f16(d));
+                    out.extend(blk.iter().map(|v| (v * id).round() as i8 as u8));
+                }
+            }
+            other => unreachable!("{other:?} is never grouped (Storage::of)"),
+        }
+    }
+    out
 }
 
 /// Write the model to `path` (via a temporary file renamed at the end, so a

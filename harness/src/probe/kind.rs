@@ -16,8 +16,9 @@ pub trait Engine {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EngineKind {
     /// The built-in pure-Rust engine (always built): pocketbench's Qwen3
-    /// decoder on candle-core's GGUF reader with run-time-dispatched 4/8-bit
-    /// kernels; files with other tensor types run on candle-transformers.
+    /// and Llama decoder on candle-core's GGUF reader with run-time-dispatched
+    /// kernels for every storage type it accepts ([`EngineKind::runs`]); a
+    /// file of another type is refused, never run on a slower engine.
     #[default]
     #[serde(rename = "candle")]
     Candle,
@@ -55,8 +56,9 @@ impl EngineKind {
     pub fn version(self) -> String {
         match self {
             EngineKind::Candle => format!(
-                "pocketbench native Qwen3/Llama, {} kernels, candle-core {} GGUF reader",
+                "pocketbench native Qwen3/Llama, {} kernels (4-bit: {}), candle-core {} GGUF reader",
                 crate::kernels::isa().name(),
+                crate::kernels::x8_variant().name(),
                 env!("PB_CANDLE_VERSION")
             ),
             EngineKind::CandleTransformers => {
@@ -112,6 +114,26 @@ impl EngineKind {
                 "this pocketbench was built without the {} engine: rebuild with `cargo build --release --features llama` (needs cmake and libclang)",
                 e.name()
             ),
+        }
+    }
+
+    /// Whether it measures `shape` at its full speed, or why not. The native
+    /// engine refuses a storage type it has no kernels for rather than run it
+    /// on candle-transformers at a tenth of the speed under its own name.
+    pub fn runs(self, shape: &crate::arch::Shape) -> Result<(), String> {
+        if self != EngineKind::Candle {
+            return Ok(());
+        }
+        let st = super::gguf::Storage::of(shape.quant).map_err(|e| e.to_string())?;
+        match super::native::weight_type(st.dtype) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "the native engine has no {} kernels (it runs {}, and the int4/int8 group forms stored as them); \
+                 measure {} with --engine llama-bench or --engine llama.cpp, or predict it only",
+                shape.quant,
+                super::native::NATIVE_TYPES,
+                shape.quant
+            )),
         }
     }
 

@@ -134,30 +134,25 @@ pub fn run(
         _ => {}
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
-    let mut engine = spec.engine;
-    let mut version = spec.engine.version();
+    let (engine, version) = (spec.engine, spec.engine.version());
     let (reps, peak) = match spec.engine {
         EngineKind::Candle => {
+            // No fallback: a file the native kernels do not run is refused,
+            // never measured on a slower engine under this one's name.
             let context = spec.workload.context as usize;
-            let load = || native::NativeModel::load(&spec.model, spec.threads as usize, context);
+            let load = || {
+                native::NativeModel::load(&spec.model, spec.threads as usize, context)
+                    .map_err(native::LoadError::into_engine)
+            };
             let t = Instant::now();
-            match load() {
-                Ok(mut m) => {
-                    let first = t.elapsed().as_secs_f64();
-                    let mut reload = || {
-                        let t = Instant::now();
-                        drop(load().map_err(native::LoadError::into_engine)?);
-                        Ok(t.elapsed().as_secs_f64())
-                    };
-                    measure(spec, &mut m, first, &mut reload, &mut energy)?
-                }
-                Err(native::LoadError::Unsupported(why)) => {
-                    engine = EngineKind::CandleTransformers;
-                    version = format!("{} (the native path does not run this file: {why})", engine.version());
-                    measure_candle_transformers(spec, &mut energy)?
-                }
-                Err(native::LoadError::Engine(e)) => return Err(e.into()),
-            }
+            let mut m = load()?;
+            let first = t.elapsed().as_secs_f64();
+            let mut reload = || {
+                let t = Instant::now();
+                drop(load()?);
+                Ok(t.elapsed().as_secs_f64())
+            };
+            measure(spec, &mut m, first, &mut reload, &mut energy)?
         }
         EngineKind::CandleTransformers => measure_candle_transformers(spec, &mut energy)?,
         #[cfg(feature = "llama")]
@@ -192,6 +187,8 @@ pub fn run(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .chain(std::iter::once(("energy".to_string(), energy_method)))
+    .chain((engine == EngineKind::Candle).then(|| ("kernels".to_string(), crate::kernels::x8_choice().describe())))
+    .chain(gguf::Storage::of(spec.shape.quant).ok().map(|st| ("weights".to_string(), st.describe(spec.shape.quant))))
     .collect();
     Ok(ProbeResult {
         config_id: spec.shape.id(),

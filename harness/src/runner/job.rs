@@ -103,6 +103,7 @@ impl JobSettings {
         crate::probe::gguf::tensor_plan(&shape)
             .map_err(|e| JobError::Unbuildable { config: shape.to_string(), reason: e.to_string() })?;
         let engine = self.engine_for(device)?;
+        engine.runs(&shape).map_err(|reason| JobError::Unbuildable { config: shape.to_string(), reason })?;
         let engine_model = match (engine.needs_engine_model(), &self.engine_model) {
             (true, Some(p)) => {
                 crate::external::mnn_llm_bench::ModelInfo::check(p, &shape)

@@ -83,7 +83,23 @@ pub struct Weights {
     pub(super) layers: Vec<Layer>,
 }
 
-/// Why a file cannot run on the native engine (the caller may fall back).
+/// The tensor types the native kernels run, as the refusal names them.
+pub const NATIVE_TYPES: &str = "q4_0, q4_1, q8_0, q4_k, f16 and f32";
+
+/// The native kernels' type for a ggml storage type, if they have one.
+pub fn weight_type(dtype: GgmlDType) -> Option<WeightType> {
+    Some(match dtype {
+        GgmlDType::Q4_0 => WeightType::Q4_0,
+        GgmlDType::Q4_1 => WeightType::Q4_1,
+        GgmlDType::Q8_0 => WeightType::Q8_0,
+        GgmlDType::Q4K => WeightType::Q4K,
+        GgmlDType::F16 => WeightType::F16,
+        GgmlDType::F32 => WeightType::F32,
+        _ => return None,
+    })
+}
+
+/// Why a file cannot run on the native engine.
 #[derive(Debug)]
 pub enum LoadError {
     /// A tensor type without a native kernel.
@@ -96,7 +112,7 @@ impl LoadError {
     /// As an engine error (for callers that cannot fall back).
     pub fn into_engine(self) -> EngineError {
         match self {
-            LoadError::Unsupported(why) => EngineError(why),
+            LoadError::Unsupported(why) => EngineError(format!("the native engine does not run this file: {why}")),
             LoadError::Engine(e) => e,
         }
     }
@@ -128,14 +144,10 @@ impl Reader {
 
     fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
         let (dtype, dims, buf) = self.bytes(name)?;
-        let kind = match dtype {
-            GgmlDType::Q4_0 => WeightType::Q4_0,
-            GgmlDType::Q8_0 => WeightType::Q8_0,
-            other => {
-                return Err(LoadError::Unsupported(format!(
-                    "`{name}` is {other:?}; the native kernels cover q4_0 and q8_0"
-                )))
-            }
+        let Some(kind) = weight_type(dtype) else {
+            return Err(LoadError::Unsupported(format!(
+                "`{name}` is {dtype:?}; the native kernels cover {NATIVE_TYPES}"
+            )));
         };
         let [rows, cols] = dims[..] else {
             return Err(EngineError(format!("`{name}` has {} dimensions, expected 2", dims.len())).into());

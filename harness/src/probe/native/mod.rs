@@ -1,6 +1,6 @@
 //! The built-in engine's fast path: a Qwen3 or Llama decoder written for decode speed
-//! on a CPU. Weights stay in their GGUF blocks (Q4_0 or Q8_0, the embedding
-//! included, dequantized a row per looked-up token); matrix products run on
+//! on a CPU. Weights stay in their GGUF blocks (Q4_0, Q4_1, Q8_0, Q4_K, F16
+//! or F32, the embedding included, dequantized a row per looked-up token); matrix products run on
 //! [`crate::kernels`] over a persistent thread pool; every buffer, the KV
 //! cache included, is allocated once at load, so a decode step allocates
 //! nothing. The prompt runs in chunks of [`CHUNK`] tokens through the same
@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use crate::kernels::{self, attend, f32_to_f16, for_each_chunk, matmul, quantize_q8, BlockQ8, KvRows, Pool, BLOCK};
 
 use load::Weights;
-pub use load::{Arch, Config, LoadError};
+pub use load::{weight_type, Arch, Config, LoadError, NATIVE_TYPES};
 
 use super::engine::EngineError;
 
@@ -140,7 +140,7 @@ impl NativeModel {
         rms_norm(&s.x[b * c.hidden..(b + 1) * c.hidden], &self.w.out_norm, c.eps, &mut s.xn[..c.hidden]);
         quantize_q8(&s.xn[..c.hidden], &mut s.xq[..c.hidden / BLOCK]);
         let out = self.w.output.as_ref().unwrap_or(&self.w.embed);
-        matmul(&self.pool, [out], [&mut s.logits[..]], &s.xq[..c.hidden / BLOCK], 1);
+        matmul(&self.pool, [out], [&mut s.logits[..]], &s.xn[..c.hidden], &s.xq[..c.hidden / BLOCK], 1);
         Ok(())
     }
 
@@ -160,6 +160,7 @@ impl NativeModel {
                 &self.pool,
                 [&layer.wq, &layer.wk, &layer.wv],
                 [&mut s.q[..n * qd], &mut s.k[..n * kd], &mut s.v[..n * kd]],
+                &s.xn[..n * d],
                 &s.xq[..n * d / BLOCK],
                 n,
             );
@@ -206,7 +207,7 @@ impl NativeModel {
                 attend(qg, k, v, pos0 + b + 1, scale, scores, row, out);
             });
             quantize_q8(&s.att[..n * qd], &mut s.attq[..n * qd / BLOCK]);
-            matmul(&self.pool, [&layer.wo], [&mut s.o[..n * d]], &s.attq[..n * qd / BLOCK], n);
+            matmul(&self.pool, [&layer.wo], [&mut s.o[..n * d]], &s.att[..n * qd], &s.attq[..n * qd / BLOCK], n);
             add(&mut s.x[..n * d], &s.o[..n * d]);
             // Feed-forward block.
             rms_norm(&s.x[..n * d], &layer.ffn_norm, c.eps, &mut s.xn[..n * d]);
@@ -215,12 +216,13 @@ impl NativeModel {
                 &self.pool,
                 [&layer.gate, &layer.up],
                 [&mut s.gate[..n * f], &mut s.up[..n * f]],
+                &s.xn[..n * d],
                 &s.xq[..n * d / BLOCK],
                 n,
             );
             kernels::silu_mul(&mut s.gate[..n * f], &s.up[..n * f]);
             quantize_q8(&s.gate[..n * f], &mut s.hq[..n * f / BLOCK]);
-            matmul(&self.pool, [&layer.down], [&mut s.o[..n * d]], &s.hq[..n * f / BLOCK], n);
+            matmul(&self.pool, [&layer.down], [&mut s.o[..n * d]], &s.gate[..n * f], &s.hq[..n * f / BLOCK], n);
             add(&mut s.x[..n * d], &s.o[..n * d]);
         }
     }

@@ -1,0 +1,157 @@
+//! Every storage type against candle-core's ggml quantizers and
+//! dequantizers (an implementation independent of ours): the repacked
+//! matrix decodes to candle's values, and the product through the pool
+//! equals the product of the decoded weights with the decoded activations.
+
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use rand::{Rng, SeedableRng};
+
+use super::*;
+
+fn ggml(kind: WeightType) -> GgmlDType {
+    match kind {
+        WeightType::Q4_0 => GgmlDType::Q4_0,
+        WeightType::Q4_1 => GgmlDType::Q4_1,
+        WeightType::Q8_0 => GgmlDType::Q8_0,
+        WeightType::Q4K => GgmlDType::Q4K,
+        WeightType::F16 => GgmlDType::F16,
+        WeightType::F32 => GgmlDType::F32,
+    }
+}
+
+/// A random `rows × cols` matrix quantized by candle: (ggml bytes, candle's
+/// dequantized values).
+fn quantized(kind: WeightType, rows: usize, cols: usize, seed: u64) -> (Vec<u8>, Vec<f32>) {
+    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+    // An offset per row keeps Q4_1's and Q4_K's minimums away from zero.
+    let v: Vec<f32> = (0..rows * cols).map(|i| r.random_range(-1.0f32..1.0) + 0.3 * ((i / cols) % 3) as f32).collect();
+    let t = Tensor::from_vec(v, (rows, cols), &Device::Cpu).unwrap();
+    let q = QTensor::quantize(&t, ggml(kind)).unwrap();
+    let back = q.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    (q.data().unwrap().into_owned(), back)
+}
+
+fn close(a: f32, b: f32, scale: f32) -> bool {
+    (a - b).abs() <= 2e-4 * scale.max(1.0)
+}
+
+#[test]
+fn every_type_decodes_to_candles_values_after_repacking() {
+    // 21 rows: two interleaved groups of eight and a row-major tail of five.
+    for kind in WEIGHT_TYPES {
+        let (rows, cols) = (21, 512);
+        let (bytes, want) = quantized(kind, rows, cols, 3);
+        let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
+        let mut got = vec![0f32; cols];
+        for r in 0..rows {
+            m.dequantize_row(r, &mut got);
+            for (c, (g, w)) in got.iter().zip(&want[r * cols..(r + 1) * cols]).enumerate() {
+                assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "{} row {r} col {c}: {g} vs {w}", kind.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn every_type_multiplies_like_its_decoded_weights() {
+    let mut r = rand::rngs::StdRng::seed_from_u64(9);
+    for kind in WEIGHT_TYPES {
+        let (rows, cols, tokens) = (21, 512, 3);
+        let (bytes, w) = quantized(kind, rows, cols, 5);
+        let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
+        let x: Vec<f32> = (0..tokens * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
+        let mut xq = vec![BlockQ8::default(); tokens * cols / BLOCK];
+        quantize_q8(&x, &mut xq);
+        // Quantized weights read the Q8 activations; float weights the f32 ones.
+        let xd: Vec<f32> = if kind.float() {
+            x.clone()
+        } else {
+            xq.iter().flat_map(|b| b.qs.iter().map(move |q| *q as f32 * b.d)).collect()
+        };
+        for threads in [1, 2] {
+            let pool = Pool::new(threads);
+            let mut out = vec![0f32; rows * tokens];
+            matmul(&pool, [&m], [&mut out[..]], &x, &xq, tokens);
+            for b in 0..tokens {
+                for row in 0..rows {
+                    let wr = &w[row * cols..(row + 1) * cols];
+                    let want: f32 = wr.iter().zip(&xd[b * cols..(b + 1) * cols]).map(|(a, c)| a * c).sum();
+                    let got = out[b * rows + row];
+                    assert!(
+                        close(got, want, want.abs()),
+                        "{} t={threads} token {b} row {row}: {got} vs {want}",
+                        kind.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_new_simd_kernels_match_the_portable_ones() {
+    let mut r = rand::rngs::StdRng::seed_from_u64(2);
+    for nb in [8, 16, 40] {
+        let cols = nb * BLOCK;
+        let x: Vec<f32> = (0..cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
+        let mut xq = vec![BlockQ8::default(); nb];
+        quantize_q8(&x, &mut xq);
+        let (k, _) = quantized(WeightType::Q4K, 1, cols, nb as u64);
+        let (a, b) = (dot_q4_k(&k, &xq), scalar::dot_q4_k(&k, &xq));
+        assert!(close(a, b, b.abs()), "q4_k nb={nb}: {a} vs {b}");
+        let (h, _) = quantized(WeightType::F16, 1, cols, nb as u64);
+        let (a, b) = (dot_f16(&h, &x), scalar::dot_f16(&h, &x));
+        assert!(close(a, b, b.abs()), "f16 nb={nb}: {a} vs {b}");
+        let (f, _) = quantized(WeightType::F32, 1, cols, nb as u64);
+        let (a, b) = (dot_f32_bytes(&f, &x), scalar::dot_f32_bytes(&f, &x));
+        assert!(close(a, b, b.abs()), "f32 nb={nb}: {a} vs {b}");
+        let (g, _) = quantized(WeightType::Q4_1, 8, cols, nb as u64);
+        let m = QMatrix::new(WeightType::Q4_1, 8, cols, g).unwrap();
+        let (mut a, mut b) = ([0f32; 8], [0f32; 8]);
+        dot_q4_1x8(m.group(0), &xq, &mut a);
+        scalar::dot_q4x8::<true>(m.group(0), &xq, &mut b);
+        for (p, q) in a.iter().zip(&b) {
+            assert!(close(*p, *q, q.abs()), "q4_1x8 nb={nb}: {a:?} vs {b:?}");
+        }
+    }
+}
+
+#[test]
+fn q4_k_needs_whole_super_blocks() {
+    let e = QMatrix::new(WeightType::Q4K, 2, 96, vec![0; 2 * 144]).unwrap_err();
+    assert!(e.contains("not a multiple of 256"), "{e}");
+}
+
+#[test]
+fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one() {
+    let mut r = rand::rngs::StdRng::seed_from_u64(4);
+    for nb in [1, 2, 5, 64] {
+        let cols = nb * BLOCK;
+        let x: Vec<f32> = (0..cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
+        let mut xq = vec![BlockQ8::default(); nb];
+        quantize_q8(&x, &mut xq);
+        for kind in [WeightType::Q4_0, WeightType::Q4_1] {
+            let (g, _) = quantized(kind, 8, cols, nb as u64 + 17);
+            let m = QMatrix::new(kind, 8, cols, g).unwrap();
+            let mut want = [0f32; 8];
+            match kind {
+                WeightType::Q4_0 => scalar::dot_q4x8::<false>(m.group(0), &xq, &mut want),
+                _ => scalar::dot_q4x8::<true>(m.group(0), &xq, &mut want),
+            }
+            for v in X8_VARIANTS.into_iter().filter(|v| v.supported()) {
+                let mut got = [0f32; 8];
+                // SAFETY: the variant is supported and the group holds nb block columns.
+                unsafe {
+                    match kind {
+                        WeightType::Q4_0 => x8_with::<false>(v, m.group(0), &xq, &mut got),
+                        _ => x8_with::<true>(v, m.group(0), &xq, &mut got),
+                    }
+                }
+                for (a, b) in got.iter().zip(&want) {
+                    assert!(close(*a, *b, b.abs()), "{} {} nb={nb}: {got:?} vs {want:?}", v.name(), kind.name());
+                }
+            }
+        }
+    }
+}

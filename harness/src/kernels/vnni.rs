@@ -1,0 +1,113 @@
+//! The interleaved 4-bit kernels with the x86 VNNI dot-product instruction
+//! `vpdpbusd` (unsigned bytes × signed bytes, four products summed into
+//! each i32 lane, accumulated in one instruction): AVX-VNNI on 256-bit
+//! vectors, AVX-512 VNNI on 512-bit ones. Both read the layout of
+//! [`super::QMatrix`] unchanged: a 32-byte run holds 4 bytes of each of the
+//! eight rows, exactly the four bytes `vpdpbusd` sums per lane, so where the
+//! AVX2 kernel needs `maddubs`, an i16 add and `madd` per run, these need
+//! one instruction. Which of them runs is measured at start-up
+//! ([`super::x8_variant`]).
+//!
+//! Callers must have checked the CPU features each `# Safety` section names
+//! and that `group.len() == x.len() * 8 * (20 if MIN else 18)`.
+
+use std::arch::x86_64::*;
+
+use super::BlockQ8;
+
+/// AVX-VNNI: the AVX2 kernel with `vpdpbusd` in place of
+/// `maddubs` + add + `madd` (no i16 intermediate, so no saturation bound).
+///
+/// # Safety
+/// The CPU must have AVX2, FMA, F16C and AVX-VNNI, and the group must hold
+/// `x.len()` block columns.
+#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+pub(super) unsafe fn dot_q4x8_avxvnni<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    // SAFETY: the features as the caller guarantees, and the group holds `x.len()` block columns; every pointer offset below stays inside it.
+    unsafe {
+        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+        let lo = _mm256_set1_epi8(0x0f);
+        let mut acc = _mm256_setzero_ps();
+        let p = group.as_ptr();
+        for (b, y) in x.iter().enumerate() {
+            // SAFETY (caller): block column b of the group lies inside `group`.
+            let blk = p.add(b * bb);
+            let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
+            let yq = y.qs.as_ptr() as *const i32;
+            let mut s32 = _mm256_setzero_si256();
+            for m in 0..4 {
+                let pk = _mm256_loadu_si256(blk.add(at + 32 * m) as *const __m256i);
+                let l = _mm256_and_si256(pk, lo);
+                let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
+                s32 = _mm256_dpbusd_avx_epi32(s32, l, _mm256_set1_epi32(yq.add(m).read_unaligned()));
+                s32 = _mm256_dpbusd_avx_epi32(s32, h, _mm256_set1_epi32(yq.add(4 + m).read_unaligned()));
+            }
+            let dxy = _mm256_mul_ps(dx, _mm256_set1_ps(y.d));
+            if MIN {
+                let mx = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i));
+                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
+                acc = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), acc);
+            } else {
+                let s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * y.sum));
+                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
+            }
+        }
+        _mm256_storeu_ps(out.as_mut_ptr(), acc);
+    }
+}
+
+/// AVX-512 VNNI: a 64-byte load holds two runs (lanes 0-7 the eight rows'
+/// bytes of run `m`, lanes 8-15 those of run `m + 1`), so two loads and four
+/// `vpdpbusd` cover a block column. The activation words each half needs
+/// are spread by one `vpermd` per pair of runs. Both halves hold partial sums
+/// of the same eight rows and share their scales: the Q4_0 offset is split
+/// as `4 * sum(y)` per half, Q4_1's minimum term as half per half (exact: a
+/// power of two), and the halves are added once at the end.
+///
+/// # Safety
+/// The CPU must have AVX-512 F, BW and VNNI, AVX2, FMA and F16C, and the
+/// group must hold `x.len()` block columns.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+pub(super) unsafe fn dot_q4x8_avx512vnni<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    // SAFETY: the features as the caller guarantees, and the group holds `x.len()` block columns; every pointer offset below stays inside it.
+    unsafe {
+        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+        let lo = _mm512_set1_epi8(0x0f);
+        // Word indices of the activations for (low nibbles of runs 0,1),
+        // (runs 2,3), (high nibbles of runs 0,1) and (runs 2,3).
+        let spread =
+            |a: i32| _mm512_setr_epi32(a, a, a, a, a, a, a, a, a + 1, a + 1, a + 1, a + 1, a + 1, a + 1, a + 1, a + 1);
+        let (i_l01, i_l23, i_h01, i_h23) = (spread(0), spread(2), spread(4), spread(6));
+        let mut acc = _mm512_setzero_ps();
+        let p = group.as_ptr();
+        for (b, y) in x.iter().enumerate() {
+            // SAFETY (caller): block column b of the group lies inside `group`.
+            let blk = p.add(b * bb);
+            let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
+            let dx = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(dx)));
+            let yw = _mm512_castsi256_si512(_mm256_loadu_si256(y.qs.as_ptr() as *const __m256i));
+            let pk01 = _mm512_loadu_si512(blk.add(at) as *const __m512i);
+            let pk23 = _mm512_loadu_si512(blk.add(at + 64) as *const __m512i);
+            let mut s = _mm512_setzero_si512();
+            s = _mm512_dpbusd_epi32(s, _mm512_and_si512(pk01, lo), _mm512_permutexvar_epi32(i_l01, yw));
+            s = _mm512_dpbusd_epi32(s, _mm512_and_si512(pk23, lo), _mm512_permutexvar_epi32(i_l23, yw));
+            let h01 = _mm512_and_si512(_mm512_srli_epi16(pk01, 4), lo);
+            let h23 = _mm512_and_si512(_mm512_srli_epi16(pk23, 4), lo);
+            s = _mm512_dpbusd_epi32(s, h01, _mm512_permutexvar_epi32(i_h01, yw));
+            s = _mm512_dpbusd_epi32(s, h23, _mm512_permutexvar_epi32(i_h23, yw));
+            let dxy = _mm512_mul_ps(dx, _mm512_set1_ps(y.d));
+            if MIN {
+                let mx = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i));
+                let mx = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(mx)));
+                acc = _mm512_fmadd_ps(dxy, _mm512_cvtepi32_ps(s), acc);
+                acc = _mm512_fmadd_ps(mx, _mm512_set1_ps(0.5 * y.d * y.sum as f32), acc);
+            } else {
+                let s = _mm512_sub_epi32(s, _mm512_set1_epi32(4 * y.sum));
+                acc = _mm512_fmadd_ps(dxy, _mm512_cvtepi32_ps(s), acc);
+            }
+        }
+        let lo8 = _mm512_castps512_ps256(acc);
+        let hi8 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+        _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(lo8, hi8));
+    }
+}
