@@ -19,14 +19,22 @@ bench-engines:
     cargo bench -p pocketbench --bench kernels
     cargo bench -p pocketbench --features llama --bench decode
 
-# The llama.cpp engine against llama-bench on the same GGUF and threads, in
-# alternating processes (this host drifts): needs a llama-bench of your own,
-# on PATH or in $POCKETBENCH_LLAMA_BENCH.
-compare-llama-bench preset="mnn-pocket-0.3b" rounds="6":
+# The built-in engine (`candle`) and the llama.cpp engine against llama-bench on
+# the same GGUF, quantization and threads, in alternating processes (this host
+# drifts), decode (1+128) then prefill (512+1), each as a ratio to the
+# llama-bench run just before it. Needs a llama-bench of your own, on PATH or in
+# $POCKETBENCH_LLAMA_BENCH.
+compare-llama-bench preset="mnn-pocket-0.3b" quant="q4_0" threads="2" rounds="3":
     cargo build --release --features llama
     for i in $(seq {{rounds}}); do \
-      for e in llama-bench llama.cpp; do \
-        printf '%-12s ' $e; ./target/release/pocketbench run --preset {{preset}} --device host-llama --engine $e --prompt 1 --gen 128 2>/dev/null | grep '  decode'; \
+      for w in "--prompt 1 --gen 128 decode_tok_s" "--prompt 512 --gen 1 prefill_tok_s"; do \
+        set -- $w; base=""; \
+        for e in llama-bench candle llama.cpp; do \
+          v=$(./target/release/pocketbench run --preset {{preset}} --quant "{{quant}}" --device host-llama --engine $e --threads {{threads}} $1 $2 $3 $4 --json 2>/dev/null \
+            | python3 -c "import json,sys; print(round(json.load(sys.stdin)['$5'], 1))" || echo failed); \
+          [ -z "$base" ] && base=$v; \
+          python3 -c "import sys; v, b, i = sys.argv[1:]; r = f'{float(v) / float(b):.2f}x' if 'failed' not in (v, b) else '-'; print(f'round {i} $5 $e: {v} tok/s ({r} llama-bench)')" "$v" "$base" "$i"; \
+        done; \
       done; \
     done
 
