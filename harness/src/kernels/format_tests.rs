@@ -57,32 +57,35 @@ fn every_type_decodes_to_candles_values_after_repacking() {
 fn every_type_multiplies_like_its_decoded_weights() {
     let mut r = rand::rngs::StdRng::seed_from_u64(9);
     for kind in WEIGHT_TYPES {
-        let (rows, cols, tokens) = (21, 512, 3);
-        let (bytes, w) = quantized(kind, rows, cols, 5);
-        let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
-        let x: Vec<f32> = (0..tokens * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
-        let mut xq = vec![BlockQ8::default(); tokens * cols / BLOCK];
-        quantize_q8(&x, &mut xq);
-        // Quantized weights read the Q8 activations; float weights the f32 ones.
-        let xd: Vec<f32> = if kind.float() {
-            x.clone()
-        } else {
-            xq.iter().flat_map(|b| b.qs.iter().map(move |q| *q as f32 * b.d)).collect()
-        };
-        for threads in [1, 2] {
-            let pool = Pool::new(threads);
-            let mut out = vec![0f32; rows * tokens];
-            matmul(&pool, [&m], [&mut out[..]], &x, &xq, tokens);
-            for b in 0..tokens {
-                for row in 0..rows {
-                    let wr = &w[row * cols..(row + 1) * cols];
-                    let want: f32 = wr.iter().zip(&xd[b * cols..(b + 1) * cols]).map(|(a, c)| a * c).sum();
-                    let got = out[b * rows + row];
-                    assert!(
-                        close(got, want, want.abs()),
-                        "{} t={threads} token {b} row {row}: {got} vs {want}",
-                        kind.name()
-                    );
+        for tokens in [3, 8, 13] {
+            // 3: below any tile; 8 and 13: whole tiles of 4 or 8, then a tail.
+            let (rows, cols) = (21, 512);
+            let (bytes, w) = quantized(kind, rows, cols, 5);
+            let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
+            let x: Vec<f32> = (0..tokens * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
+            let mut xq = vec![BlockQ8::default(); tokens * cols / BLOCK];
+            quantize_q8(&x, &mut xq);
+            // Quantized weights read the Q8 activations; float weights the f32 ones.
+            let xd: Vec<f32> = if kind.float() {
+                x.clone()
+            } else {
+                xq.iter().flat_map(|b| b.qs.iter().map(move |q| *q as f32 * b.d)).collect()
+            };
+            for threads in [1, 2] {
+                let pool = Pool::new(threads);
+                let mut out = vec![0f32; rows * tokens];
+                matmul(&pool, [&m], [&mut out[..]], &x, &xq, tokens);
+                for b in 0..tokens {
+                    for row in 0..rows {
+                        let wr = &w[row * cols..(row + 1) * cols];
+                        let want: f32 = wr.iter().zip(&xd[b * cols..(b + 1) * cols]).map(|(a, c)| a * c).sum();
+                        let got = out[b * rows + row];
+                        assert!(
+                            close(got, want, want.abs()),
+                            "{} t={threads} token {b} row {row}: {got} vs {want}",
+                            kind.name()
+                        );
+                    }
                 }
             }
         }
@@ -150,6 +153,44 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
                 }
                 for (a, b) in got.iter().zip(&want) {
                     assert!(close(*a, *b, b.abs()), "{} {} nb={nb}: {got:?} vs {want:?}", v.name(), kind.name());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_tile_kernel_matches_the_portable_kernel_token_by_token() {
+    let mut r = rand::rngs::StdRng::seed_from_u64(6);
+    for v in X8_VARIANTS.into_iter().filter(|v| v.supported() && tile_tokens_of(*v) > 1) {
+        let tt = tile_tokens_of(v);
+        for nb in [1, 3, 28] {
+            let cols = nb * BLOCK;
+            let x: Vec<f32> = (0..tt * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
+            let mut xq = vec![BlockQ8::default(); tt * nb];
+            quantize_q8(&x, &mut xq);
+            for (kind, min) in [(WeightType::Q4_0, false), (WeightType::Q4_1, true)] {
+                let (g, _) = quantized(kind, 8, cols, nb as u64 + 3);
+                let m = QMatrix::new(kind, 8, cols, g).unwrap();
+                let mut got = vec![[0f32; 8]; tt];
+                // SAFETY: supported, a tile kernel exists, and the lengths match.
+                unsafe { tile_with(v, min, m.group(0), &xq, nb, &mut got) };
+                for (t, row) in got.iter().enumerate() {
+                    let mut want = [0f32; 8];
+                    let xt = &xq[t * nb..(t + 1) * nb];
+                    if min {
+                        scalar::dot_q4x8::<true>(m.group(0), xt, &mut want)
+                    } else {
+                        scalar::dot_q4x8::<false>(m.group(0), xt, &mut want)
+                    }
+                    for (a, b) in row.iter().zip(&want) {
+                        assert!(
+                            close(*a, *b, b.abs()),
+                            "{} {} nb={nb} token {t}: {row:?} vs {want:?}",
+                            v.name(),
+                            kind.name()
+                        );
+                    }
                 }
             }
         }

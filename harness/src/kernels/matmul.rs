@@ -54,18 +54,29 @@ pub fn matmul<const N: usize>(
     }
     let outs = outs.map(|o| Out(o.as_mut_ptr(), o.len()));
     let n = pool.threads();
+    // Prompt chunks run whole tiles of tokens through the prefill kernel,
+    // the remaining tokens (and decode's one) through the per-token one.
+    let tile = super::tile_tokens();
+    let tiled = if tile > 1 { tokens / tile * tile } else { 0 };
     pool.run(&|t| {
         for (w, out) in ws.iter().zip(&outs) {
             let (groups, kernel) = (w.groups(), w.kind.row_kernel());
-            let x8: fn(&[u8], &[BlockQ8], &mut [f32; GROUP]) = match w.kind {
-                WeightType::Q4_1 => super::dot_q4_1x8,
-                _ => super::dot_q4_0x8,
-            };
+            let min = w.kind == WeightType::Q4_1;
+            let x8: fn(&[u8], &[BlockQ8], &mut [f32; GROUP]) = if min { super::dot_q4_1x8 } else { super::dot_q4_0x8 };
             let mut lanes = [0f32; GROUP];
+            let mut tiles = [[0f32; GROUP]; 8];
             for item in span(w.items(), t, n) {
                 if item < groups {
                     let g = w.group(item);
-                    for (b, xb) in xq.chunks_exact(nb).enumerate() {
+                    for t0 in (0..tiled).step_by(tile.max(1)) {
+                        super::dot_q4x8_tile(min, g, &xq[t0 * nb..(t0 + tile) * nb], nb, &mut tiles[..tile]);
+                        for (j, lanes) in tiles[..tile].iter().enumerate() {
+                            for (lane, v) in lanes.iter().enumerate() {
+                                out.set((t0 + j) * w.rows + item * GROUP + lane, *v);
+                            }
+                        }
+                    }
+                    for (b, xb) in xq.chunks_exact(nb).enumerate().skip(tiled) {
                         x8(g, xb, &mut lanes);
                         for (lane, v) in lanes.iter().enumerate() {
                             out.set(b * w.rows + item * GROUP + lane, *v);

@@ -34,6 +34,8 @@ mod qmatrix;
 mod scalar;
 mod select;
 #[cfg(target_arch = "x86_64")]
+mod tile;
+#[cfg(target_arch = "x86_64")]
 mod vnni;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -44,7 +46,7 @@ pub use attention::{attend, KvRows};
 pub use matmul::{argmax, for_each_chunk, matmul, span};
 pub use pool::Pool;
 pub use qmatrix::{QMatrix, WeightType, GROUP, WEIGHT_TYPES};
-pub use select::{x8_choice, x8_variant, Choice, X8, X8_VARIANTS};
+pub use select::{choose_kernels, x8_choice, x8_variant, Choice, X8, X8_VARIANTS};
 
 /// Call the AVX2 kernel `x86::f` or the NEON kernel `neon::f` when [`isa`]
 /// chose that instruction set, else `scalar::f`. `dispatch!(x86 f(..))`
@@ -169,6 +171,56 @@ pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     assert_eq!(Some(group.len()), x.len().checked_mul(18 * 8), "dot_q4_0x8: length mismatch");
     // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
     unsafe { x8_with::<false>(x8_variant(), group, x, out) }
+}
+
+/// Tokens per tile of the chosen prefill kernel (1 where there is none:
+/// the matrix-vector kernel runs once per token).
+pub fn tile_tokens() -> usize {
+    tile_tokens_of(x8_choice().tile)
+}
+
+fn tile_tokens_of(v: X8) -> usize {
+    match v {
+        #[cfg(target_arch = "x86_64")]
+        X8::Avx2 | X8::AvxVnni => tile::T256,
+        #[cfg(target_arch = "x86_64")]
+        X8::Avx512Vnni => tile::T512,
+        _ => 1,
+    }
+}
+
+/// Eight interleaved Q4_0 (`min` false) or Q4_1 rows times [`tile_tokens`]
+/// tokens of `nb` blocks each (`x`, token after token): `out[t][lane]`.
+pub fn dot_q4x8_tile(min: bool, group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+    let t = tile_tokens();
+    assert!(t > 1 && out.len() == t && Some(x.len()) == nb.checked_mul(t), "dot_q4x8_tile: {t} tokens");
+    assert_eq!(Some(group.len()), nb.checked_mul(8 * if min { 20 } else { 18 }), "dot_q4x8_tile: group size");
+    // SAFETY: the chosen tile variant is supported; its tile size and the lengths are checked above.
+    unsafe { tile_with(x8_choice().tile, min, group, x, nb, out) }
+}
+
+/// The prefill kernel of variant `v`.
+///
+/// # Safety
+/// `v` must be [`X8::supported`] with `tile_tokens_of(v) > 1`, `out.len()` that
+/// many tokens, `x.len() == out.len() * nb` and the group `nb` block columns.
+#[allow(unused_variables)] // off x86-64 there is no tile kernel
+unsafe fn tile_with(v: X8, min: bool, group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match (v, min) {
+            (X8::Avx2, false) => tile::tile_avx2::<false>(group, x, nb, out),
+            (X8::Avx2, true) => tile::tile_avx2::<true>(group, x, nb, out),
+            (X8::AvxVnni, false) => tile::tile_avxvnni::<false>(group, x, nb, out),
+            (X8::AvxVnni, true) => tile::tile_avxvnni::<true>(group, x, nb, out),
+            (X8::Avx512Vnni, false) => tile::tile_avx512vnni::<false>(group, x, nb, out),
+            (X8::Avx512Vnni, true) => tile::tile_avx512vnni::<true>(group, x, nb, out),
+            _ => unreachable!("only the x86 variants have tile kernels"),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("no tile kernels off x86-64")
 }
 
 /// The interleaved 4-bit kernel of variant `v` (`MIN`: Q4_1, else Q4_0).

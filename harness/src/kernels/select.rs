@@ -51,6 +51,7 @@ impl X8 {
             (X8::Avx512Vnni, Isa::Avx2) => {
                 std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
                     && std::arch::is_x86_feature_detected!("avx512vnni")
             }
             _ => false,
@@ -61,66 +62,104 @@ impl X8 {
 /// Every variant, in order of preference when timings tie.
 pub const X8_VARIANTS: [X8; 5] = [X8::Portable, X8::Neon, X8::Avx2, X8::AvxVnni, X8::Avx512Vnni];
 
-/// The variant chosen, and how.
+/// The variants chosen, and how.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
-    /// The variant that runs.
+    /// The matrix-vector variant (decode, and a prompt's last tokens).
     pub variant: X8,
-    /// Nanoseconds per block column of eight rows for each variant timed
-    /// (empty when the choice was not measured).
+    /// The tile variant (prefill); [`X8::Portable`] where none has one.
+    pub tile: X8,
+    /// Threads the timings ran on at once (the engine's).
+    pub threads: usize,
+    /// Nanoseconds per block column of eight rows for each matrix-vector
+    /// variant timed (empty when the choice was not measured).
     pub timings: Vec<(X8, f64)>,
-    /// Why this one: measured, forced by the environment, or the only one.
+    /// The same per token for each tile variant timed.
+    pub tile_timings: Vec<(X8, f64)>,
+    /// Why these: measured, forced by the environment, or the only ones.
     pub how: String,
 }
 
 impl Choice {
-    /// One line for results: the variant, then the start-up timings.
+    /// One line for results: the variants, then the start-up timings.
     pub fn describe(&self) -> String {
-        let t: Vec<String> = self.timings.iter().map(|(v, ns)| format!("{} {ns:.2} ns", v.name())).collect();
-        if t.is_empty() {
-            format!("{} ({})", self.variant.name(), self.how)
-        } else {
-            format!("{} ({}: {} per 8×32 block)", self.variant.name(), self.how, t.join(", "))
+        let list = |ts: &[(X8, f64)]| {
+            ts.iter().map(|(v, ns)| format!("{} {ns:.2} ns", v.name())).collect::<Vec<_>>().join(", ")
+        };
+        let mut s = format!("{} matrix-vector, {} prefill tiles ({}", self.variant.name(), self.tile.name(), self.how);
+        if !self.timings.is_empty() {
+            s += &format!(
+                " on {} thread(s): per 8x32 block {}; per token and block {}",
+                self.threads,
+                list(&self.timings),
+                list(&self.tile_timings)
+            );
         }
+        s + ")"
     }
 }
 
-/// The variant for this process (chosen at first use).
-pub fn x8_choice() -> &'static Choice {
+/// The variants for this process, chosen at the first call: timed on
+/// `threads` threads at once (the engine's; shared cores and caches change
+/// which variant wins). Later calls return the first choice.
+pub fn choose_kernels(threads: usize) -> &'static Choice {
     static CHOICE: OnceLock<Choice> = OnceLock::new();
-    CHOICE.get_or_init(|| choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref()))
+    CHOICE.get_or_init(|| choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref(), threads.max(1)))
 }
 
-/// The variant that runs.
+/// The variants for this process (timed on one thread unless
+/// [`choose_kernels`] ran first).
+pub fn x8_choice() -> &'static Choice {
+    choose_kernels(1)
+}
+
+/// The matrix-vector variant that runs.
 pub fn x8_variant() -> X8 {
     x8_choice().variant
 }
 
-fn choose(forced: Option<&str>) -> Choice {
-    let candidates: Vec<X8> = X8_VARIANTS.into_iter().filter(|v| v.supported() && *v != X8::Portable).collect();
-    if let Some(name) = forced {
-        if let Some(v) = X8_VARIANTS.into_iter().find(|v| v.name() == name && v.supported()) {
-            return Choice { variant: v, timings: Vec::new(), how: "POCKETBENCH_KERNELS".into() };
-        }
+fn choose(forced: Option<&str>, threads: usize) -> Choice {
+    let supported: Vec<X8> = X8_VARIANTS.into_iter().filter(|v| v.supported() && *v != X8::Portable).collect();
+    let tiles: Vec<X8> = supported.iter().copied().filter(|v| super::tile_tokens_of(*v) > 1).collect();
+    let fixed = |variant: X8, how: &str| Choice {
+        variant,
+        tile: if super::tile_tokens_of(variant) > 1 { variant } else { X8::Portable },
+        threads,
+        timings: Vec::new(),
+        tile_timings: Vec::new(),
+        how: how.into(),
+    };
+    if let Some(v) = forced.and_then(|name| X8_VARIANTS.into_iter().find(|v| v.name() == name && v.supported())) {
+        return fixed(v, "POCKETBENCH_KERNELS");
     }
-    match candidates[..] {
-        [] => Choice { variant: X8::Portable, timings: Vec::new(), how: "no SIMD variant on this CPU".into() },
-        [only] => Choice { variant: only, timings: Vec::new(), how: "the only variant this CPU runs".into() },
+    match supported[..] {
+        [] => fixed(X8::Portable, "no SIMD variant on this CPU"),
+        [only] => fixed(only, "the only variant this CPU runs"),
         _ => {
-            let timings = time(&candidates);
-            let best = timings.iter().fold(timings[0], |b, t| if t.1 < b.1 { *t } else { b });
-            Choice { variant: best.0, timings, how: "fastest at start-up".into() }
+            let timings = time(&supported, threads, 1);
+            let tile_timings = time(&tiles, threads, 0);
+            let fastest = |ts: &[(X8, f64)]| ts.iter().fold(ts[0], |b, t| if t.1 < b.1 { *t } else { b }).0;
+            Choice {
+                variant: fastest(&timings),
+                tile: if tile_timings.is_empty() { X8::Portable } else { fastest(&tile_timings) },
+                threads,
+                timings,
+                tile_timings,
+                how: "fastest at start-up".into(),
+            }
         }
     }
 }
 
-/// Nanoseconds per block column for each candidate: a Q4_0 matrix of
-/// 256 × 2048 (295 KB, cache-resident, so the instructions are timed and
-/// not the memory), best of 7 rounds taken alternately.
-fn time(candidates: &[X8]) -> Vec<(X8, f64)> {
+/// Nanoseconds per block column (per token, for tiles) for each candidate:
+/// a Q4_0 matrix of 256 × 2048 per thread (295 KB, cache-resident, so the
+/// instructions are timed and not the memory), every thread at once, the
+/// slowest thread counted, best of 7 rounds taken alternately. `tokens` 1
+/// times the matrix-vector kernel, 0 each variant's own tile.
+fn time(candidates: &[X8], threads: usize, tokens: usize) -> Vec<(X8, f64)> {
     const GROUPS: usize = 32;
     const NB: usize = 64;
-    const PASSES: usize = 20;
+    const PASSES: usize = 10;
     let mut data = vec![0u8; GROUPS * NB * 144];
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     for b in data.iter_mut() {
@@ -135,22 +174,38 @@ fn time(candidates: &[X8]) -> Vec<(X8, f64)> {
             s.copy_from_slice(&super::f32_to_f16(0.01).to_le_bytes());
         }
     }
-    let xf: Vec<f32> = (0..NB * BLOCK).map(|i| ((i % 13) as f32 - 6.0) / 6.0).collect();
-    let mut x = vec![BlockQ8::default(); NB];
+    let xf: Vec<f32> = (0..8 * NB * BLOCK).map(|i| ((i % 13) as f32 - 6.0) / 6.0).collect();
+    let mut x = vec![BlockQ8::default(); 8 * NB];
     super::quantize_q8(&xf, &mut x);
+    let run = |v: X8| -> f64 {
+        let t = Instant::now();
+        let mut out = [[0f32; 8]; 8];
+        let tt = if tokens == 1 { 1 } else { super::tile_tokens_of(v) };
+        for _ in 0..PASSES {
+            for g in data.chunks_exact(NB * 144) {
+                // SAFETY: every candidate is `supported()` (tiles: has a tile
+                // kernel); each group holds NB block columns and `x` 8 tokens of NB.
+                unsafe {
+                    if tokens == 1 {
+                        super::x8_with::<false>(v, g, &x[..NB], &mut out[0]);
+                    } else {
+                        super::tile_with(v, false, g, &x[..tt * NB], NB, &mut out[..tt]);
+                    }
+                }
+                std::hint::black_box(&out);
+            }
+        }
+        t.elapsed().as_nanos() as f64 / (PASSES * GROUPS * NB * tt) as f64
+    };
     let mut best = vec![f64::INFINITY; candidates.len()];
-    let mut out = [0f32; 8];
     for _ in 0..7 {
         for (v, b) in candidates.iter().zip(best.iter_mut()) {
-            let t = Instant::now();
-            for _ in 0..PASSES {
-                for g in data.chunks_exact(NB * 144) {
-                    // SAFETY: every candidate is `supported()`; each group holds NB block columns.
-                    unsafe { super::x8_with::<false>(*v, g, &x, &mut out) };
-                    std::hint::black_box(&out);
-                }
-            }
-            *b = b.min(t.elapsed().as_nanos() as f64 / (PASSES * GROUPS * NB) as f64);
+            let slowest = std::thread::scope(|s| {
+                let others: Vec<_> = (1..threads).map(|_| s.spawn(|| run(*v))).collect();
+                let mine = run(*v);
+                others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
+            });
+            *b = b.min(slowest);
         }
     }
     candidates.iter().copied().zip(best).collect()
@@ -162,23 +217,25 @@ mod tests {
 
     #[test]
     fn a_forced_variant_is_taken_when_supported_and_ignored_when_not() {
-        let c = choose(Some("portable"));
+        let c = choose(Some("portable"), 1);
         assert_eq!((c.variant, c.how.as_str()), (X8::Portable, "POCKETBENCH_KERNELS"));
         // Some variant is never supported: AArch64 lacks the x86 ones and x86 lacks NEON.
         let absent = X8_VARIANTS.into_iter().find(|v| !v.supported()).expect("an unsupported variant");
-        let c = choose(Some(absent.name()));
+        let c = choose(Some(absent.name()), 1);
         assert_ne!(c.variant, absent);
         assert!(c.variant.supported());
     }
 
     #[test]
     fn the_measured_choice_is_the_fastest_timed_and_is_described() {
-        let c = choose(None);
-        assert!(c.variant.supported());
-        if c.timings.len() > 1 {
-            let min = c.timings.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
-            assert_eq!(c.timings.iter().find(|t| t.0 == c.variant).unwrap().1, min);
-            assert!(c.timings.iter().all(|t| t.1.is_finite() && t.1 > 0.0), "{:?}", c.timings);
+        let c = choose(None, 2);
+        assert!(c.variant.supported() && c.tile.supported());
+        for (ts, chosen) in [(&c.timings, c.variant), (&c.tile_timings, c.tile)] {
+            if ts.len() > 1 {
+                let min = ts.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
+                assert_eq!(ts.iter().find(|t| t.0 == chosen).unwrap().1, min);
+                assert!(ts.iter().all(|t| t.1.is_finite() && t.1 > 0.0), "{ts:?}");
+            }
         }
         assert!(c.describe().starts_with(c.variant.name()), "{}", c.describe());
     }

@@ -56,9 +56,10 @@ impl EngineKind {
     pub fn version(self) -> String {
         match self {
             EngineKind::Candle => format!(
-                "pocketbench native Qwen3/Llama, {} kernels (4-bit: {}), candle-core {} GGUF reader",
+                "pocketbench native Qwen3/Llama, {} kernels (4-bit: {}, prefill tiles: {}), candle-core {} GGUF reader",
                 crate::kernels::isa().name(),
                 crate::kernels::x8_variant().name(),
+                crate::kernels::x8_choice().tile.name(),
                 env!("PB_CANDLE_VERSION")
             ),
             EngineKind::CandleTransformers => {

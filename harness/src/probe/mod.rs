@@ -134,7 +134,7 @@ pub fn run(
         _ => {}
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
-    let (engine, version) = (spec.engine, spec.engine.version());
+    let engine = spec.engine;
     let (reps, peak) = match spec.engine {
         EngineKind::Candle => {
             // No fallback: a file the native kernels do not run is refused,
@@ -193,7 +193,8 @@ pub fn run(
     Ok(ProbeResult {
         config_id: spec.shape.id(),
         engine: engine.name().into(),
-        engine_version: version,
+        // After the load, which chose the kernel variants on the engine's threads.
+        engine_version: engine.version(),
         workload: spec.workload,
         threads: spec.threads,
         warmup: 1,

@@ -100,6 +100,10 @@ impl NativeModel {
                 sin.push(a.sin());
             }
         }
+        // Choose the 4-bit kernel variants now, timed on the engine's threads
+        // (a start-up measurement of a few milliseconds), so no timed
+        // forward pass pays for it.
+        kernels::choose_kernels(threads.max(1));
         let pool = Pool::new(threads.max(1));
         let scratch = (0..pool.threads()).map(|_| Mutex::new((vec![0f32; context], vec![0f32; c.head_dim]))).collect();
         Ok(NativeModel { s: Scratch::new(&c), w, pool, kv, context, rope: (cos, sin), scratch })

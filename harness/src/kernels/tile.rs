@@ -1,0 +1,109 @@
+//! The prefill kernels: eight interleaved 4-bit rows times a tile of `T`
+//! tokens. Each 32-byte run of weights is loaded and unpacked into nibbles
+//! once and multiplied with every token of the tile, where the matrix-vector
+//! kernel unpacks it again for each token; the per-token work left is the
+//! activation broadcast and the dot-product instruction. Per token the
+//! kernel keeps one i32 (or i16) partial sum and one f32 accumulator, so a
+//! tile of `T` needs `2T + 6` vector registers: `T` = 4 fits the sixteen of
+//! AVX2, `T` = 8 the thirty-two that AVX-512 gives 256-bit EVEX code.
+//!
+//! The three variants follow [`super::x8_variant`]: AVX2 (`maddubs` into
+//! i16, at most 8 × 2 × 15 × 128 = 30720 per block, then `madd`), AVX-VNNI
+//! (VEX `vpdpbusd`) and AVX-512 VNNI (EVEX `vpdpbusd` on 256-bit vectors).
+//!
+//! Callers must have checked the CPU features each `# Safety` section names,
+//! that `x` holds `T` tokens of `nb` blocks and that the group holds `nb`
+//! block columns of `8 * (20 if MIN else 18)` bytes.
+
+use std::arch::x86_64::*;
+
+use super::BlockQ8;
+
+/// Tokens per tile of the AVX2 and AVX-VNNI kernels.
+pub(super) const T256: usize = 4;
+/// Tokens per tile of the AVX-512 VNNI kernel.
+pub(super) const T512: usize = 8;
+
+macro_rules! tile_kernel {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $t:expr, $zero:expr, |$s:ident, $w:ident, $y:ident| $dot:expr, |$f:ident| $finish:expr) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn $name<const MIN: bool>(group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+            // SAFETY: the features as the caller guarantees; `x` holds T tokens of `nb` blocks and the group `nb` block columns, so every offset below is inside them.
+            unsafe {
+                const T: usize = $t;
+                let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+                let lo = _mm256_set1_epi8(0x0f);
+                let mut acc = [_mm256_setzero_ps(); T];
+                let p = group.as_ptr();
+                for b in 0..nb {
+                    // SAFETY (caller): block column b lies inside `group`.
+                    let blk = p.add(b * bb);
+                    let mut part = [$zero; T];
+                    for m in 0..4 {
+                        let pk = _mm256_loadu_si256(blk.add(at + 32 * m) as *const __m256i);
+                        let l = _mm256_and_si256(pk, lo);
+                        let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
+                        for (t, s) in part.iter_mut().enumerate() {
+                            let yq = x.get_unchecked(t * nb + b).qs.as_ptr() as *const i32;
+                            let ($s, $w, $y) = (*s, l, _mm256_set1_epi32(yq.add(m).read_unaligned()));
+                            let s1 = $dot;
+                            let ($s, $w, $y) = (s1, h, _mm256_set1_epi32(yq.add(4 + m).read_unaligned()));
+                            *s = $dot;
+                        }
+                    }
+                    let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
+                    for (t, (a, s)) in acc.iter_mut().zip(part).enumerate() {
+                        let y = x.get_unchecked(t * nb + b);
+                        let $f = s;
+                        let s32: __m256i = $finish;
+                        let dxy = _mm256_mul_ps(dx, _mm256_set1_ps(y.d));
+                        if MIN {
+                            let mx = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i));
+                            *a = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), *a);
+                            *a = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), *a);
+                        } else {
+                            let s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * y.sum));
+                            *a = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), *a);
+                        }
+                    }
+                }
+                for (o, a) in out.iter_mut().zip(acc) {
+                    _mm256_storeu_ps(o.as_mut_ptr(), a);
+                }
+            }
+        }
+    };
+}
+
+tile_kernel!(
+    /// AVX2: `maddubs` into i16 partial sums, widened once per block.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C; lengths as in the module's header, `T` = [`T256`].
+    tile_avx2, "avx2,fma,f16c", T256, _mm256_setzero_si256(),
+    |s, w, y| _mm256_add_epi16(s, _mm256_maddubs_epi16(w, y)),
+    |s| _mm256_madd_epi16(s, _mm256_set1_epi16(1))
+);
+
+tile_kernel!(
+    /// AVX-VNNI: VEX `vpdpbusd` straight into i32.
+    ///
+    /// # Safety
+    /// AVX2, FMA, F16C and AVX-VNNI; lengths as in the module's header, `T` = [`T256`].
+    tile_avxvnni, "avx2,fma,f16c,avxvnni", T256, _mm256_setzero_si256(),
+    |s, w, y| _mm256_dpbusd_avx_epi32(s, w, y),
+    |s| s
+);
+
+tile_kernel!(
+    /// AVX-512 VNNI: EVEX `vpdpbusd` on 256-bit vectors, whose 32 registers
+    /// hold a tile of eight tokens.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW, VL and VNNI, AVX2, FMA and F16C; lengths as in the
+    /// module's header, `T` = [`T512`].
+    tile_avx512vnni, "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c", T512, _mm256_setzero_si256(),
+    |s, w, y| _mm256_dpbusd_epi32(s, w, y),
+    |s| s
+);
