@@ -127,6 +127,9 @@ fn every_storage_type_the_sweep_accepts_measures_natively_or_is_refused_first() 
         if quant.starts_with("int4") {
             assert!(weights.contains("stored as ggml q4_1 blocks of 32"), "{weights}");
         }
+        // Q4_K's kernels are slower than llama.cpp's: the record says so.
+        let caveat = v["measurement"]["probe"]["methods"]["caveat"].as_str();
+        assert_eq!(caveat.is_some_and(|c| c.contains("slower than llama.cpp")), quant == "q4_k", "{quant}: {caveat:?}");
     }
     // No kernels for Q6_K: refused before anything is built, naming what to do.
     pb(d.path())

@@ -103,6 +103,15 @@ fn the_new_simd_kernels_match_the_portable_ones() {
         let (k, _) = quantized(WeightType::Q4K, 1, cols, nb as u64);
         let (a, b) = (dot_q4_k(&k, &xq), scalar::dot_q4_k(&k, &xq));
         assert!(close(a, b, b.abs()), "q4_k nb={nb}: {a} vs {b}");
+        let x4: Vec<f32> = (0..4 * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
+        let mut xq4 = vec![BlockQ8::default(); 4 * nb];
+        quantize_q8(&x4, &mut xq4);
+        let mut quad = [0f32; 4];
+        dot_q4_k_x4(&k, &xq4, nb, &mut quad);
+        for (t, got) in quad.iter().enumerate() {
+            let want = scalar::dot_q4_k(&k, &xq4[t * nb..(t + 1) * nb]);
+            assert!(close(*got, want, want.abs()), "q4_k x4 nb={nb} token {t}: {got} vs {want}");
+        }
         let (h, _) = quantized(WeightType::F16, 1, cols, nb as u64);
         let (a, b) = (dot_f16(&h, &x), scalar::dot_f16(&h, &x));
         assert!(close(a, b, b.abs()), "f16 nb={nb}: {a} vs {b}");

@@ -189,6 +189,58 @@ pub(super) unsafe fn dot_q4_k(row: &[u8], x: &[BlockQ8]) -> f32 {
     }
 }
 
+/// A Q4_K row times four tokens (prefill): each super-block's scales are
+/// decoded and each 32-byte run unpacked once for the four, where
+/// [`dot_q4_k`] does both again for every token. `x` holds the four tokens'
+/// `nb` blocks one token after another.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C, `nb` a multiple of 8,
+/// `row.len() == nb / 8 * 144` and `x.len() == 4 * nb`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn dot_q4_k_x4(row: &[u8], x: &[BlockQ8], nb: usize, out: &mut [f32; 4]) {
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and the lengths above; every pointer offset below stays inside the slices they bound.
+    unsafe {
+        let lo = _mm256_set1_epi8(0x0f);
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut mins = [0f32; 4];
+        let p = row.as_ptr();
+        for sb in 0..nb / 8 {
+            // SAFETY (caller): super-block sb lies inside `row`.
+            let blk = p.add(sb * 144);
+            let (d, dmin) = (half_at!(blk), half_at!(blk.add(2)));
+            let scales = std::slice::from_raw_parts(blk.add(4), 12);
+            let mut sb_mins = [0f32; 4];
+            for j in 0..4 {
+                let (s0, m0) = super::qmatrix::q4_k_scale_min(2 * j, scales);
+                let (s1, m1) = super::qmatrix::q4_k_scale_min(2 * j + 1, scales);
+                let (d0, d1) = (d * s0 as f32, d * s1 as f32);
+                let pk = _mm256_loadu_si256(blk.add(16 + 32 * j) as *const __m256i);
+                let l = _mm256_and_si256(pk, lo);
+                let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
+                for t in 0..4 {
+                    let (y0, y1) =
+                        (x.get_unchecked(t * nb + sb * 8 + 2 * j), x.get_unchecked(t * nb + sb * 8 + 2 * j + 1));
+                    let q0 = _mm256_loadu_si256(y0.qs.as_ptr() as *const __m256i);
+                    let q1 = _mm256_loadu_si256(y1.qs.as_ptr() as *const __m256i);
+                    let p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(l, q0), ones);
+                    let p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(h, q1), ones);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d0 * y0.d), _mm256_cvtepi32_ps(p0), acc[t]);
+                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d1 * y1.d), _mm256_cvtepi32_ps(p1), acc[t]);
+                    sb_mins[t] += m0 as f32 * y0.d * y0.sum as f32 + m1 as f32 * y1.d * y1.sum as f32;
+                }
+            }
+            for (m, s) in mins.iter_mut().zip(sb_mins) {
+                *m += dmin * s;
+            }
+        }
+        for t in 0..4 {
+            out[t] = hsum(acc[t]) - mins[t];
+        }
+    }
+}
+
 /// An f16 weight row times f32 activations: eight halves per F16C convert.
 ///
 /// # Safety

@@ -25,6 +25,8 @@ pub use spec::{ProbeBandwidth, ProbeError, ProbeResult, ProbeSpec, Rep, MAX_REPS
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use candle_core::quantized::GgmlDType;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -188,6 +190,16 @@ pub fn run(
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .chain(std::iter::once(("energy".to_string(), energy_method)))
     .chain((engine == EngineKind::Candle).then(|| ("kernels".to_string(), crate::kernels::x8_choice().describe())))
+    .chain(
+        (engine == EngineKind::Candle && gguf::ggml_dtype(spec.shape.quant).ok() == Some(GgmlDType::Q4K)).then(|| {
+            (
+                "caveat".to_string(),
+                "q4_k runs on row-major kernels (no eight-row interleave yet): slower than llama.cpp's own Q4_K, \
+                 above all at prefill (README, Storage types); measure q4_k with --engine llama-bench for its speed"
+                    .to_string(),
+            )
+        }),
+    )
     .chain(gguf::Storage::of(spec.shape.quant).ok().map(|st| ("weights".to_string(), st.describe(spec.shape.quant))))
     .collect();
     Ok(ProbeResult {
