@@ -232,10 +232,10 @@ unsafe fn x8_with<const MIN: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut
     match v {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2, FMA and F16C detected (`supported`); lengths as the caller guarantees.
-        X8::Avx2 => unsafe { x86::dot_q4x8::<MIN>(group, x, out) },
+        X8::Avx2 => unsafe { tile::row8_avx2::<MIN>(group, x, x.len(), std::slice::from_mut(out)) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
-        X8::AvxVnni => unsafe { vnni::dot_q4x8_avxvnni::<MIN>(group, x, out) },
+        X8::AvxVnni => unsafe { tile::row8_avxvnni::<MIN>(group, x, x.len(), std::slice::from_mut(out)) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512 F, BW and VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
         X8::Avx512Vnni => unsafe { vnni::dot_q4x8_avx512vnni::<MIN>(group, x, out) },

@@ -7,9 +7,15 @@
 //! tile of `T` needs `2T + 6` vector registers: `T` = 4 fits the sixteen of
 //! AVX2, `T` = 8 the thirty-two that AVX-512 gives 256-bit EVEX code.
 //!
-//! The three variants follow [`super::x8_variant`]: AVX2 (`maddubs` into
-//! i16, at most 8 × 2 × 15 × 128 = 30720 per block, then `madd`), AVX-VNNI
-//! (VEX `vpdpbusd`) and AVX-512 VNNI (EVEX `vpdpbusd` on 256-bit vectors).
+//! The variants: AVX2 (`maddubs` into i16, at most 8 × 2 × 15 × 128 =
+//! 30720 per block, then `madd`), AVX-VNNI (VEX `vpdpbusd`) and AVX-512 VNNI
+//! (EVEX `vpdpbusd` on 256-bit vectors). At one token the AVX2 and AVX-VNNI
+//! kernels are also the matrix-vector (decode) kernels: one 32-byte load
+//! holds 4 bytes of every row, so one `maddubs` (or `vpdpbusd`) with 4
+//! activation bytes broadcast advances all eight rows, the eight scales are
+//! one `vcvtph2ps`, and no horizontal sum is needed. Nibbles stay unsigned
+//! (0..15): Q4_0 subtracts `8 * sum(y)` once per block, Q4_1 adds
+//! `m * dy * sum(y)` with its eight minimums (`w = d * q + m`).
 //!
 //! Callers must have checked the CPU features each `# Safety` section names,
 //! that `x` holds `T` tokens of `nb` blocks and that the group holds `nb`
@@ -21,6 +27,8 @@ use super::BlockQ8;
 
 /// Tokens per tile of the AVX2 and AVX-VNNI kernels.
 pub(super) const T256: usize = 4;
+/// Tokens of the matrix-vector kernels.
+pub(super) const T1: usize = 1;
 /// Tokens per tile of the AVX-512 VNNI kernel.
 pub(super) const T512: usize = 8;
 
@@ -105,5 +113,25 @@ tile_kernel!(
     /// module's header, `T` = [`T512`].
     tile_avx512vnni, "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c", T512, _mm256_setzero_si256(),
     |s, w, y| _mm256_dpbusd_epi32(s, w, y),
+    |s| s
+);
+
+tile_kernel!(
+    /// The AVX2 matrix-vector kernel: [`tile_avx2`] at one token.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C; lengths as in the module's header, `T` = 1.
+    row8_avx2, "avx2,fma,f16c", T1, _mm256_setzero_si256(),
+    |s, w, y| _mm256_add_epi16(s, _mm256_maddubs_epi16(w, y)),
+    |s| _mm256_madd_epi16(s, _mm256_set1_epi16(1))
+);
+
+tile_kernel!(
+    /// The AVX-VNNI matrix-vector kernel: [`tile_avxvnni`] at one token.
+    ///
+    /// # Safety
+    /// AVX2, FMA, F16C and AVX-VNNI; lengths as in the module's header, `T` = 1.
+    row8_avxvnni, "avx2,fma,f16c,avxvnni", T1, _mm256_setzero_si256(),
+    |s, w, y| _mm256_dpbusd_avx_epi32(s, w, y),
     |s| s
 );

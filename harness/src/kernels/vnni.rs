@@ -1,12 +1,9 @@
-//! The interleaved 4-bit kernels with the x86 VNNI dot-product instruction
-//! `vpdpbusd` (unsigned bytes × signed bytes, four products summed into
-//! each i32 lane, accumulated in one instruction): AVX-VNNI on 256-bit
-//! vectors, AVX-512 VNNI on 512-bit ones. Both read the layout of
-//! [`super::QMatrix`] unchanged: a 32-byte run holds 4 bytes of each of the
-//! eight rows, exactly the four bytes `vpdpbusd` sums per lane, so where the
-//! AVX2 kernel needs `maddubs`, an i16 add and `madd` per run, these need
-//! one instruction. Which of them runs is measured at start-up
-//! ([`super::x8_variant`]).
+//! The 512-bit interleaved 4-bit kernel with the x86 VNNI dot-product
+//! instruction `vpdpbusd` (unsigned bytes × signed bytes, four products
+//! summed into each i32 lane, accumulated in one instruction). It reads the
+//! layout of [`super::QMatrix`] unchanged. The 256-bit AVX2 and AVX-VNNI
+//! matrix-vector kernels are the tile kernels of [`super::tile`] at one
+//! token. Which of them runs is measured at start-up ([`super::x8_variant`]).
 //!
 //! Callers must have checked the CPU features each `# Safety` section names
 //! and that `group.len() == x.len() * 8 * (20 if MIN else 18)`.
@@ -14,47 +11,6 @@
 use std::arch::x86_64::*;
 
 use super::BlockQ8;
-
-/// AVX-VNNI: the AVX2 kernel with `vpdpbusd` in place of
-/// `maddubs` + add + `madd` (no i16 intermediate, so no saturation bound).
-///
-/// # Safety
-/// The CPU must have AVX2, FMA, F16C and AVX-VNNI, and the group must hold
-/// `x.len()` block columns.
-#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-pub(super) unsafe fn dot_q4x8_avxvnni<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    // SAFETY: the features as the caller guarantees, and the group holds `x.len()` block columns; every pointer offset below stays inside it.
-    unsafe {
-        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
-        let lo = _mm256_set1_epi8(0x0f);
-        let mut acc = _mm256_setzero_ps();
-        let p = group.as_ptr();
-        for (b, y) in x.iter().enumerate() {
-            // SAFETY (caller): block column b of the group lies inside `group`.
-            let blk = p.add(b * bb);
-            let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
-            let yq = y.qs.as_ptr() as *const i32;
-            let mut s32 = _mm256_setzero_si256();
-            for m in 0..4 {
-                let pk = _mm256_loadu_si256(blk.add(at + 32 * m) as *const __m256i);
-                let l = _mm256_and_si256(pk, lo);
-                let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
-                s32 = _mm256_dpbusd_avx_epi32(s32, l, _mm256_set1_epi32(yq.add(m).read_unaligned()));
-                s32 = _mm256_dpbusd_avx_epi32(s32, h, _mm256_set1_epi32(yq.add(4 + m).read_unaligned()));
-            }
-            let dxy = _mm256_mul_ps(dx, _mm256_set1_ps(y.d));
-            if MIN {
-                let mx = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i));
-                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
-                acc = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), acc);
-            } else {
-                let s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * y.sum));
-                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
-            }
-        }
-        _mm256_storeu_ps(out.as_mut_ptr(), acc);
-    }
-}
 
 /// AVX-512 VNNI: a 64-byte load holds two runs (lanes 0-7 the eight rows'
 /// bytes of run `m`, lanes 8-15 those of run `m + 1`), so two loads and four

@@ -89,58 +89,6 @@ pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     }
 }
 
-/// Eight interleaved Q4_0 rows at once (layout in [`super::QMatrix`]): each
-/// 32-byte load holds 4 bytes of every row, so one `maddubs` with 4
-/// activation bytes broadcast advances all eight rows, the eight scales are
-/// one `vcvtph2ps`, and no horizontal sum is needed. Nibbles stay unsigned
-/// (0..15) and `8 * sum(y)` is subtracted once per block. The eight i16
-/// partial sums of a block stay below 8 × 2 × 15 × 128 = 30720, inside i16.
-/// With `MIN` (Q4_1) the eight minimums follow the eight scales
-/// (`w = d * q + m`), so each block adds `d * dy * sum(q * y) + m * dy * sum(y)`.
-///
-/// # Safety
-/// The CPU must have AVX2, FMA and F16C, and `group.len() == x.len() * 8 *
-/// (20 if MIN else 18)`.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn dot_q4x8<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    // SAFETY: AVX2, FMA and F16C as the caller guarantees, and the group holds `x.len()` block columns; every pointer offset below stays inside it.
-    unsafe {
-        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
-        let lo = _mm256_set1_epi8(0x0f);
-        let ones = _mm256_set1_epi16(1);
-        let mut acc = _mm256_setzero_ps();
-        let p = group.as_ptr();
-        for (b, y) in x.iter().enumerate() {
-            // SAFETY (caller): block column b of the group lies inside `group`.
-            let blk = p.add(b * bb);
-            let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
-            let yq = y.qs.as_ptr() as *const i32;
-            let mut s16 = _mm256_setzero_si256();
-            for m in 0..4 {
-                let pk = _mm256_loadu_si256(blk.add(at + 32 * m) as *const __m256i);
-                let l = _mm256_and_si256(pk, lo);
-                let h = _mm256_and_si256(_mm256_srli_epi16(pk, 4), lo);
-                let yl = _mm256_set1_epi32(yq.add(m).read_unaligned());
-                let yh = _mm256_set1_epi32(yq.add(4 + m).read_unaligned());
-                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(l, yl));
-                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(h, yh));
-            }
-            let s32 = _mm256_madd_epi16(s16, ones);
-            let dxy = _mm256_mul_ps(dx, _mm256_set1_ps(y.d));
-            if MIN {
-                let mx = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i));
-                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
-                acc = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), acc);
-            } else {
-                let s32 = _mm256_sub_epi32(s32, _mm256_set1_epi32(8 * y.sum));
-                acc = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), acc);
-            }
-        }
-        _mm256_storeu_ps(out.as_mut_ptr(), acc);
-    }
-}
-
 /// A Q4_K row: per 64-weight run, one 32-byte load holds sub-block `2j` in
 /// its low nibbles and `2j + 1` in its high ones; unsigned nibbles times
 /// signed activation bytes with `maddubs` (pairs stay below 2 × 15 × 128,
