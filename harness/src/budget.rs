@@ -27,6 +27,44 @@ pub struct Verdict {
     pub limit: Option<f64>,
     /// Relative headroom: positive passes, negative fails (0.1 = 10% to spare).
     pub margin: Option<f64>,
+    /// For a predicted value with a range (energy): whether the whole range
+    /// falls on the side of the limit the value does. Absent for measured
+    /// values and for values without a range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certainty: Option<Certainty>,
+}
+
+/// How sure a verdict on a predicted value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Certainty {
+    /// The whole predicted range passes, or the whole range fails.
+    Sure,
+    /// The limit lies inside the predicted range: the verdict is the point
+    /// prediction's, and the range's other end would reverse it.
+    Uncertain,
+}
+
+impl Certainty {
+    /// The word used in tables and the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Certainty::Sure => "sure",
+            Certainty::Uncertain => "uncertain",
+        }
+    }
+}
+
+impl Verdict {
+    /// This "at most" verdict with the certainty that the range `[lo, hi]`
+    /// of its value allows (no change where it has no limit).
+    pub fn with_range(mut self, [lo, hi]: [f64; 2]) -> Verdict {
+        if let Some(limit) = self.limit {
+            let sure = (hi <= limit) == (lo <= limit);
+            self.certainty = Some(if sure { Certainty::Sure } else { Certainty::Uncertain });
+        }
+        self
+    }
 }
 
 /// The three budgets of a run.
@@ -64,18 +102,20 @@ pub fn at_least(value: f64, limit: f64) -> Verdict {
         value,
         limit: Some(limit),
         margin: Some(margin),
+        certainty: None,
     }
 }
 
 /// `value` must be at most `limit` (none: not applicable).
 pub fn at_most(value: f64, limit: Option<f64>) -> Verdict {
     match limit {
-        None => Verdict { status: Status::NotApplicable, value, limit: None, margin: None },
+        None => Verdict { status: Status::NotApplicable, value, limit: None, margin: None, certainty: None },
         Some(limit) => Verdict {
             status: if value <= limit { Status::Pass } else { Status::Fail },
             value,
             limit: Some(limit),
             margin: Some(1.0 - value / limit),
+            certainty: None,
         },
     }
 }
@@ -108,5 +148,16 @@ mod tests {
         let v = judge(250.0, 200e6, 99.0, &none);
         assert_eq!(v.energy.status, Status::NotApplicable);
         assert!(v.feasible());
+    }
+
+    #[test]
+    fn a_range_across_the_limit_is_uncertain() {
+        let v = at_most(5.0, Some(8.4));
+        assert_eq!(v.with_range([4.0, 7.0]).certainty, Some(Certainty::Sure));
+        assert_eq!(v.with_range([4.0, 9.0]).certainty, Some(Certainty::Uncertain));
+        let over = at_most(9.0, Some(8.4));
+        assert_eq!(over.with_range([8.5, 12.0]).certainty, Some(Certainty::Sure));
+        assert_eq!(over.with_range([8.0, 12.0]).certainty, Some(Certainty::Uncertain));
+        assert_eq!(at_most(9.0, None).with_range([1.0, 20.0]).certainty, None);
     }
 }

@@ -18,9 +18,17 @@
 //!   the held-out Qwen3-0.6B (head_dim 128) from +11.3% to -0.3% on this
 //!   host. (candle-transformers' cost did not grow with head_dim: a scalar
 //!   softmax per score dominated it.)
-//! * **Prefill** is a roofline: `t_prefill = max(F/(ec·C), (W + kv·P)/(eb·BW))
-//!   + L·cl + c0`, `F` the prefill FLOPs (causal attention, last-position
-//!   logits). Time to first token = `t_prefill`.
+//! * **Prefill** is a roofline per chunk: the engine runs the prompt in
+//!   chunks of `n` tokens (`engine.prefill-chunk`; default the whole prompt
+//!   at once), and chunk `j`, after `s` tokens already in the cache, takes
+//!   `t_j = max(F_j/(ec·C), (W + kv·(s+n))/(eb·BW)) + L·cl + c0`: its FLOPs
+//!   `F_j = 2·n·M + A·(n·s + n(n+1)/2)` (`M` the layer matmul parameters,
+//!   `A = 4·L·h·dh` the attention FLOPs per query per cached position, the
+//!   causal term that grows with the prompt; the output projection only for
+//!   the last position) against one read of the weights and the cache. A long
+//!   prompt is compute-bound, a short one (or small chunks) memory-bound.
+//!   Time to first token = `t_prefill` (the first token is the argmax of the
+//!   prefill's last logits).
 //! * **Peak memory increase** = resident weights + KV cache for the workload's
 //!   context + activation scratch + engine overhead. Scratch for a prefill
 //!   chunk of `n` tokens at `a` bytes per activation: `a·n·(2d + (h+2k)·dh +
@@ -39,9 +47,9 @@
 
 use serde::Serialize;
 
-use crate::arch::account::{decode_flops, kv_bytes_per_position, prefill_flops};
+use crate::arch::account::{attention_flops_per_position, decode_flops, kv_bytes_per_position};
 use crate::arch::{Accounting, Shape};
-use crate::device::DeviceModel;
+use crate::device::{DeviceModel, FreeParam};
 use crate::workload::Workload;
 
 /// The predictor's name, recorded in every prediction.
@@ -66,6 +74,15 @@ pub struct Prediction {
     pub package_bytes: f64,
     /// Joules per run.
     pub energy_j: f64,
+    /// The lowest and highest time to first token, ms, and energy per run, J,
+    /// that the ranges of the device's prior parameters allow (equal to the
+    /// point where no parameter has a range).
+    pub ttft_ms_range: [f64; 2],
+    /// See [`Prediction::ttft_ms_range`].
+    pub energy_j_range: [f64; 2],
+    /// The share of the run's energy spent in prefill (= its share of the
+    /// busy time: energy is active power x time).
+    pub prefill_energy_share: f64,
     /// Share of the battery one run uses; `None` without a battery.
     pub battery_fraction: Option<f64>,
     /// Bytes read per decoded token at the mean decode context.
@@ -142,8 +159,92 @@ pub fn memory_without_overhead(shape: &Shape, acct: &Accounting, dev: &DeviceMod
     acct.weight_bytes as f64 + kv + scratch
 }
 
-/// Predict one configuration on one device.
+/// A prefill's time, split the way calibration needs it: the chunks whose
+/// compute branch binds (their FLOPs), and the rest of the time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrefillTime {
+    /// Seconds in all.
+    pub total_s: f64,
+    /// FLOPs of the chunks that are compute-bound.
+    pub compute_bound_flops: f64,
+    /// Seconds of the chunks that are memory-bound (transfer only).
+    pub memory_bound_s: f64,
+    /// Fixed cost: chunks x (L·cl + c0).
+    pub fixed_s: f64,
+    /// Chunks.
+    pub chunks: u32,
+}
+
+/// The chunked prefill roofline ([module docs](self)) for `prompt` tokens.
+pub fn prefill_time(shape: &Shape, acct: &Accounting, dev: &DeviceModel, prompt: u32) -> PrefillTime {
+    let p = &dev.params;
+    let step_fixed = shape.layers as f64 * p.layer_cost + p.token_cost;
+    let chunk = dev.prefill_chunk.filter(|c| *c > 0).map_or(prompt, |c| c.min(prompt)).max(1);
+    let kv = kv_bytes_per_position(shape, dev.kv_bits) as f64;
+    let per_position = attention_flops_per_position(shape);
+    let weights = acct.weight_bytes_per_token as f64;
+    let (mut out, mut start) =
+        (PrefillTime { total_s: 0.0, compute_bound_flops: 0.0, memory_bound_s: 0.0, fixed_s: 0.0, chunks: 0 }, 0u32);
+    while start < prompt {
+        let n = chunk.min(prompt - start);
+        let (nf, sf) = (n as f64, start as f64);
+        let last = start + n == prompt;
+        let flops = 2.0 * nf * acct.layer_matmul_params as f64
+            + if last { 2.0 * acct.output_params as f64 } else { 0.0 }
+            + per_position * (nf * sf + nf * (nf + 1.0) / 2.0);
+        let bytes = weights + kv * (sf + nf);
+        let compute_s = flops / (p.compute_efficiency * dev.compute);
+        let transfer_s = bytes / (p.efficiency_for(bytes) * dev.bandwidth);
+        if compute_s >= transfer_s {
+            out.compute_bound_flops += flops;
+        } else {
+            out.memory_bound_s += transfer_s;
+        }
+        out.total_s += compute_s.max(transfer_s) + step_fixed;
+        out.fixed_s += step_fixed;
+        out.chunks += 1;
+        start += n;
+    }
+    out
+}
+
+/// Predict one configuration on one device: the point from the device's
+/// parameters, and the range of time to first token and energy over every
+/// corner of the parameters that carry a `range` (each at its low or high
+/// end). A fitted active power is rescaled at each corner so that the
+/// energy point it was fitted to keeps its energy, as refitting would.
 pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> Prediction {
+    let mut p = point(shape, acct, dev, w);
+    let ranged: Vec<(FreeParam, [f64; 2])> =
+        FreeParam::ALL.iter().zip(&dev.ranges).filter_map(|(q, r)| r.map(|r| (*q, r))).collect();
+    if ranged.is_empty() {
+        return p;
+    }
+    let anchor_s = |m: &DeviceModel| {
+        dev.power_anchor.map(|(s, w)| {
+            let q = point(&s, &s.accounting(), m, &w);
+            q.prefill_s + q.decode_s
+        })
+    };
+    let base = anchor_s(dev);
+    let power_ranged = ranged.iter().any(|(q, _)| *q == FreeParam::ActivePower);
+    for corner in 0..1u32 << ranged.len() {
+        let mut m = *dev;
+        for (i, (q, [lo, hi])) in ranged.iter().enumerate() {
+            m.params.set(*q, if corner >> i & 1 == 0 { *lo } else { *hi });
+        }
+        if let (Some(b), Some(c), false) = (base, anchor_s(&m), power_ranged) {
+            m.params.active_power *= b / c;
+        }
+        let q = point(shape, acct, &m, w);
+        p.ttft_ms_range = [p.ttft_ms_range[0].min(q.ttft_ms), p.ttft_ms_range[1].max(q.ttft_ms)];
+        p.energy_j_range = [p.energy_j_range[0].min(q.energy_j), p.energy_j_range[1].max(q.energy_j)];
+    }
+    p
+}
+
+/// The prediction at the device's parameters, no ranges.
+fn point(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> Prediction {
     let p = &dev.params;
     let step_fixed = shape.layers as f64 * p.layer_cost + p.token_cost;
     let bytes_per_token = decode_bytes_per_token(shape, acct, dev, w);
@@ -155,10 +256,7 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
     let decode_s = w.gen as f64 * (bytes_per_token / eff_bw + attention_s + step_fixed);
 
     let prompt = w.prompt as f64;
-    let compute_s = prefill_flops(shape, acct, prompt) / (p.compute_efficiency * dev.compute);
-    let kv = kv_bytes_per_position(shape, dev.kv_bits) as f64;
-    let transfer_s = (acct.weight_bytes_per_token as f64 + kv * prompt) / eff_bw;
-    let prefill_s = compute_s.max(transfer_s) + step_fixed;
+    let prefill_s = prefill_time(shape, acct, dev, w.prompt).total_s;
 
     let peak_mem_bytes = memory_without_overhead(shape, acct, dev, w)
         + p.engine_overhead
@@ -174,6 +272,9 @@ pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload
         peak_mem_bytes,
         package_bytes: acct.package_bytes as f64,
         energy_j,
+        ttft_ms_range: [prefill_s * 1e3; 2],
+        energy_j_range: [energy_j; 2],
+        prefill_energy_share: prefill_s / (prefill_s + decode_s),
         battery_fraction: dev.battery_j.map(|b| energy_j / b),
         bytes_per_token,
         decode_flops_per_token: decode_flops(shape, acct, w.mean_decode_context()),
@@ -195,6 +296,8 @@ mod tests {
             act_bits: 16,
             prefill_chunk: None,
             attention_threads: None,
+            ranges: [None; 11],
+            power_anchor: None,
             params: ModelParams {
                 bandwidth_efficiency: 0.5,
                 layer_cost: 10e-6,
@@ -229,6 +332,68 @@ mod tests {
         let split = predict(&s, &s.accounting(), &d, &w).decode_s;
         let attention = w.gen as f64 * attention_scores(&s, &w, &dev()) * 10e-9;
         assert!((split - plain - attention).abs() < 1e-9 * split, "{split} {plain} {attention}");
+    }
+
+    #[test]
+    fn prefill_chunks_add_up_to_the_prompt() {
+        let s = preset("mnn-pocket-0.3b").unwrap().shape;
+        let a = s.accounting();
+        let mut d = dev();
+        d.bandwidth = 1e18; // every chunk compute-bound
+        d.prefill_chunk = Some(32);
+        let t = prefill_time(&s, &a, &d, 1000);
+        assert_eq!(t.chunks, 32); // 31 x 32 + 8
+        let flops = crate::arch::account::prefill_flops(&s, &a, 1000.0);
+        assert!((t.compute_bound_flops / flops - 1.0).abs() < 1e-12, "{} {flops}", t.compute_bound_flops);
+        assert_eq!(t.memory_bound_s, 0.0);
+        // Each chunk is a forward pass: it pays the per-layer cost once.
+        assert!((t.fixed_s - 32.0 * 28.0 * 10e-6).abs() < 1e-12);
+        // The whole prompt at once pays it once.
+        d.prefill_chunk = None;
+        assert!((prefill_time(&s, &a, &d, 1000).fixed_s - 28.0 * 10e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_short_prompt_is_memory_bound_and_a_long_one_compute_bound() {
+        let s = preset("mnn-pocket-0.3b").unwrap().shape;
+        let a = s.accounting();
+        // 100 GB/s at 50%, 2 TFLOPS at 25%: the ridge is at ~10 FLOP/byte.
+        let short = prefill_time(&s, &a, &dev(), 1);
+        assert_eq!(short.compute_bound_flops, 0.0);
+        let weights = a.weight_bytes_per_token as f64 / 50e9;
+        assert!(short.memory_bound_s >= weights && short.memory_bound_s < 1.01 * weights);
+        let long = prefill_time(&s, &a, &dev(), 1024);
+        assert_eq!(long.memory_bound_s, 0.0);
+        assert!(long.compute_bound_flops > 0.0);
+        // In a prediction: time to first token = the prefill time.
+        let w = Workload::new(1024, 8, None).unwrap();
+        let p = predict(&s, &a, &dev(), &w);
+        assert!((p.ttft_ms - long.total_s * 1e3).abs() < 1e-9);
+        assert_eq!(p.ttft_ms_range, [p.ttft_ms; 2]);
+    }
+
+    #[test]
+    fn a_range_on_a_prior_spreads_ttft_and_energy() {
+        let s = preset("mnn-pocket-0.3b").unwrap().shape;
+        let a = s.accounting();
+        let w = Workload::reference();
+        let mut d = dev();
+        let at = |ec: f64| {
+            let mut m = dev();
+            m.params.compute_efficiency = ec;
+            predict(&s, &a, &m, &w)
+        };
+        d.ranges[3] = Some([0.1, 0.5]); // compute-efficiency
+        assert_eq!(FreeParam::ALL[3], FreeParam::ComputeEfficiency);
+        let p = predict(&s, &a, &d, &w);
+        assert!((p.ttft_ms_range[0] - at(0.5).ttft_ms).abs() < 1e-9);
+        assert!((p.ttft_ms_range[1] - at(0.1).ttft_ms).abs() < 1e-9);
+        assert!((p.energy_j_range[1] - at(0.1).energy_j).abs() < 1e-12);
+        // A fitted power anchored to this very run keeps its energy.
+        d.power_anchor = Some((s, w));
+        let q = predict(&s, &a, &d, &w);
+        assert!((q.energy_j_range[0] - q.energy_j).abs() < 1e-12 && (q.energy_j_range[1] - q.energy_j).abs() < 1e-12);
+        assert_eq!(q.ttft_ms_range, p.ttft_ms_range);
     }
 
     #[test]

@@ -68,12 +68,31 @@ pub struct Record {
     pub prefill_tok_s: f64,
     /// Time to first token, ms.
     pub ttft_ms: f64,
+    /// The lowest time to first token, ms, that the ranges of the device's
+    /// prior parameters allow; null where the time was measured.
+    #[serde(default)]
+    pub ttft_ms_low: Option<f64>,
+    /// The highest; see [`Record::ttft_ms_low`].
+    #[serde(default)]
+    pub ttft_ms_high: Option<f64>,
     /// Peak memory increase, MB (10^6 B).
     pub peak_mem_increase_mb: f64,
     /// Package, MB.
     pub package_mb: f64,
     /// Energy per run, J.
     pub energy_j_per_run: f64,
+    /// The lowest energy per run, J, that the ranges of the device's prior
+    /// parameters allow; null where energy was measured.
+    #[serde(default)]
+    pub energy_j_per_run_low: Option<f64>,
+    /// The highest; see [`Record::energy_j_per_run_low`].
+    #[serde(default)]
+    pub energy_j_per_run_high: Option<f64>,
+    /// The share of the run's energy spent in prefill: its share of the run's
+    /// busy time (predicted, or from the measured prefill and decode times,
+    /// taking power equal in both phases).
+    #[serde(default)]
+    pub prefill_energy_share: Option<f64>,
     /// Share of the battery per run; null without a battery.
     pub battery_fraction_per_run: Option<f64>,
     /// Capability (higher is better).
@@ -127,6 +146,9 @@ pub struct Predicted {
     pub decode_tok_s: f64,
     /// Prefill tok/s.
     pub prefill_tok_s: f64,
+    /// Time to first token, ms (absent in records written before it was kept).
+    #[serde(default)]
+    pub ttft_ms: f64,
     /// Peak memory increase, MB.
     pub peak_mem_increase_mb: f64,
     /// Energy per run, J.
@@ -151,15 +173,21 @@ impl Record {
 /// Build a predicted record.
 pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload, cap: &Capability) -> Record {
     let p = predict(shape, acct, &device.model, w);
-    let budgets = judge(p.decode_tok_s, p.peak_mem_bytes, p.energy_j, &device.budgets);
+    let mut budgets = judge(p.decode_tok_s, p.peak_mem_bytes, p.energy_j, &device.budgets);
+    budgets.energy = budgets.energy.with_range(p.energy_j_range);
     let how = format!("predicted by {PREDICTOR}");
     let methods = [
         ("decode_tok_s", format!("{how}: bytes per token / (efficiency x bandwidth) + fixed costs")),
         ("prefill_tok_s", format!("{how}: roofline of prefill FLOPs and weight bytes")),
-        ("ttft_ms", format!("{how}: prefill time")),
+        ("ttft_ms", format!("{how}: prefill time (ttft_ms_low/high: over the ranges of the profile's prior parameters)")),
         ("peak_mem_increase_mb", format!("{how}: weights + KV cache + scratch + engine overhead")),
         ("package_mb", "arithmetic: quantized weights + tokenizer/graph estimate".to_string()),
-        ("energy_j_per_run", format!("{how}: active power x run time (estimate, not measured)")),
+        (
+            "energy_j_per_run",
+            format!(
+                "{how}: active power x run time (estimate, not measured; energy_j_per_run_low/high: over the ranges of the profile's prior parameters)"
+            ),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -184,9 +212,14 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
         decode_tok_s: p.decode_tok_s,
         prefill_tok_s: p.prefill_tok_s,
         ttft_ms: p.ttft_ms,
+        ttft_ms_low: Some(p.ttft_ms_range[0]),
+        ttft_ms_high: Some(p.ttft_ms_range[1]),
         peak_mem_increase_mb: p.peak_mem_bytes / 1e6,
         package_mb: p.package_bytes / 1e6,
         energy_j_per_run: p.energy_j,
+        energy_j_per_run_low: Some(p.energy_j_range[0]),
+        energy_j_per_run_high: Some(p.energy_j_range[1]),
+        prefill_energy_share: Some(p.prefill_energy_share),
         battery_fraction_per_run: p.battery_fraction,
         capability: cap.score,
         capability_source: cap.source.clone(),
@@ -223,6 +256,7 @@ pub fn measured(
     let pred = Predicted {
         decode_tok_s: rec.decode_tok_s,
         prefill_tok_s: rec.prefill_tok_s,
+        ttft_ms: rec.ttft_ms,
         peak_mem_increase_mb: rec.peak_mem_increase_mb,
         energy_j_per_run: rec.energy_j_per_run,
     };
@@ -257,6 +291,9 @@ pub fn measured(
     rec.decode_tok_s = decode.median;
     rec.prefill_tok_s = prefill.median;
     rec.ttft_ms = ttft.median;
+    (rec.ttft_ms_low, rec.ttft_ms_high) = (None, None);
+    let (prefill_s, decode_s) = (w.prompt as f64 / prefill.median, w.gen as f64 / decode.median);
+    rec.prefill_energy_share = Some(prefill_s / (prefill_s + decode_s));
     rec.peak_mem_increase_mb = probe.peak_increase_bytes as f64 / 1e6;
     let package_bytes = (probe.model_file_bytes > 0).then_some(probe.model_file_bytes);
     if let Some(p) = package_bytes {
@@ -286,6 +323,7 @@ pub fn measured(
     match (energy, &probe.energy_not_measured) {
         (Some(j), _) => {
             rec.energy_j_per_run = j;
+            (rec.energy_j_per_run_low, rec.energy_j_per_run_high) = (None, None);
             rec.battery_fraction_per_run = device.model.battery_j.map(|b| j / b);
             methods.insert(
                 "energy_j_per_run".into(),
@@ -305,6 +343,9 @@ pub fn measured(
     }
     rec.methods = methods;
     rec.budgets = judge(rec.decode_tok_s, rec.peak_mem_increase_mb * 1e6, rec.energy_j_per_run, &device.budgets);
+    if let (Some(lo), Some(hi)) = (rec.energy_j_per_run_low, rec.energy_j_per_run_high) {
+        rec.budgets.energy = rec.budgets.energy.with_range([lo, hi]);
+    }
     rec.feasible = rec.budgets.feasible();
     rec.measurement = Some(Box::new(Measurement {
         decode,

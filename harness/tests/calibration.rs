@@ -19,6 +19,7 @@ fn check(dev: &Device, spec: ShapeSpec, w: Workload, metric: &str, published: f6
         "package" => p.package_bytes / 1e6,
         "peak" => p.peak_mem_bytes / 1e6,
         "energy" => p.energy_j,
+        "prefill" => p.prefill_tok_s,
         _ => unreachable!(),
     };
     let err = got / published - 1.0;
@@ -106,6 +107,7 @@ fn borrowed_priors_match_their_source_fit() {
             (FreeParam::EngineOverhead, &m.engine_overhead.source),
             (FreeParam::ActivePower, &m.active_power.source),
             (FreeParam::BandwidthEfficiency, &m.bandwidth_efficiency.source),
+            (FreeParam::ComputeEfficiency, &m.compute_efficiency.source),
         ] {
             let Some(rest) = source.split("borrowed from the ").nth(1) else { continue };
             let from = rest.split(' ').next().unwrap();
@@ -126,9 +128,124 @@ fn borrowed_priors_match_their_source_fit() {
 fn every_residual_is_reported() {
     let d = devices();
     let cal = calibrate(d.get("ipad-pro-m5").unwrap()).unwrap();
-    // 2 points x (decode, package, peak-memory).
-    assert_eq!(cal.residuals.len(), 6);
-    assert!(cal.residuals.iter().all(|r| r.rel_error.abs() < 0.10));
+    // 2 study points x (decode, package, peak-memory) + 2 prefill points.
+    assert_eq!(cal.residuals.len(), 8);
+    let fitted: Vec<_> = cal.residuals.iter().filter(|r| !r.holdout).collect();
+    assert_eq!(fitted.len(), 7);
+    assert!(fitted.iter().all(|r| r.rel_error.abs() < 0.10), "{fitted:?}");
+    assert!(cal.warnings.is_empty(), "{:?}", cal.warnings);
+}
+
+fn qwen3_4b() -> ShapeSpec {
+    // Qwen/Qwen3-4B config.json, as in the iPad profile's held-out point.
+    ShapeSpec {
+        hidden: Some(2560),
+        layers: Some(36),
+        heads: Some(32),
+        kv_heads: Some(8),
+        head_dim: Some(128),
+        ffn: Some(9728),
+        vocab: Some(151936),
+        tied: Some(true),
+        qk_norm: Some(true),
+        quant: Some("int4 group=64".parse().unwrap()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn ipad_pro_m5_reproduces_published_prefill_and_predicts_a_held_out_size() {
+    // MNN fecee95475 on iPad Pro M5 (published.md, "Other public figures";
+    // alibaba/MNN skills/test-ci/ios-llm-bench.md), prompt 512.
+    let d = devices();
+    let dev = d.get("ipad-pro-m5").unwrap();
+    let w = Workload::new(512, 128, None).unwrap();
+    let qwen = ShapeSpec {
+        preset: Some("qwen3-0.6b".into()),
+        quant: Some("int4 group=64".parse().unwrap()),
+        ..Default::default()
+    };
+    check(dev, qwen, w, "prefill", 7795.2, 0.10);
+    // Held out (not fitted): Qwen3-4B, 1231.1 tok/s in the same table.
+    check(dev, qwen3_4b(), w, "prefill", 1231.1, 0.25);
+    // The study's decode points stay within 5% (also checked above).
+    check(dev, pocket(), w, "decode", 466.0, 0.05);
+}
+
+#[test]
+fn a_fit_over_two_engine_builds_says_so() {
+    let d = devices();
+    let mut dev = d.get("ipad-pro-m5").unwrap().clone();
+    // The fecee95475 build's Qwen3-0.6B decode, 241.7 tok/s, put beside the
+    // study's decode points.
+    let mut other = dev.points.iter().find(|p| p.prefill_tok_s.is_some() && !p.holdout).unwrap().clone();
+    other.decode_tok_s = Some(241.7);
+    other.prefill_tok_s = None;
+    dev.points.push(other);
+    let cal = calibrate(&dev).unwrap();
+    let w = cal.warnings.iter().find(|w| w.contains("the decode fit mixes points of 2 engine builds"));
+    assert!(w.is_some_and(|w| w.contains("MNN fecee95475") && w.contains("release build")), "{:?}", cal.warnings);
+    // Alone, each stage's points share one build.
+    assert!(calibrate(d.get("ipad-pro-m5").unwrap()).unwrap().warnings.is_empty());
+}
+
+#[test]
+fn a_prefill_faster_than_the_compute_fact_is_a_warning() {
+    // The GPU's plain FP32 ALUs (4.1 TFLOPS) cannot run the published
+    // 7,795 tok/s prefill: the fit warns instead of ending silently at 100%.
+    let d = devices();
+    let mut dev = d.get("ipad-pro-m5").unwrap().clone();
+    dev.model.compute = 4.096e12;
+    let cal = calibrate(&dev).unwrap();
+    assert!(cal.at_bound.iter().any(|k| k == "compute-efficiency"), "{:?}", cal.at_bound);
+    assert!(
+        cal.warnings.iter().any(|w| w.contains("calibration[2]") && w.contains("above the compute fact 4.096 TFLOPS")),
+        "{:?}",
+        cal.warnings
+    );
+    assert!(calibrate(d.get("ipad-pro-m5").unwrap()).unwrap().warnings.is_empty());
+}
+
+#[test]
+fn energy_ranges_follow_the_priors_and_say_how_sure_a_verdict_is() {
+    let d = devices();
+    let s = preset("mnn-pocket-0.3b").unwrap().shape;
+    let w = Workload::reference();
+    for dev in d.all().iter().filter(|d| d.model.battery_j.is_some()) {
+        let p = predict(&s, &s.accounting(), &dev.model, &w);
+        let [lo, hi] = p.energy_j_range;
+        assert!(lo <= p.energy_j && p.energy_j <= hi, "{}: {lo} {} {hi}", dev.id(), p.energy_j);
+        let [tlo, thi] = p.ttft_ms_range;
+        assert!(tlo <= p.ttft_ms && p.ttft_ms <= thi, "{}", dev.id());
+        assert!(p.prefill_energy_share > 0.0 && p.prefill_energy_share < 1.0);
+    }
+    // OnePlus 13: the active power is fitted to the 2.7 J of this very run,
+    // so across the compute-efficiency range the run keeps its 2.7 J; a
+    // larger model's energy still spreads with that range, narrowly (its
+    // prefill share is close to the reference run's).
+    let op = d.get("oneplus-13").unwrap();
+    let p = predict(&s, &s.accounting(), &op.model, &w);
+    assert!((p.energy_j / 2.7 - 1.0).abs() < 1e-3, "{}", p.energy_j);
+    let same = |v: f64| (v / p.energy_j - 1.0).abs() < 1e-9;
+    assert!(same(p.energy_j_range[0]) && same(p.energy_j_range[1]), "{:?}", p.energy_j_range);
+    assert!(p.ttft_ms_range[1] > 2.0 * p.ttft_ms_range[0], "{:?}", p.ttft_ms_range);
+    let big = preset("qwen3-1.7b").unwrap().shape;
+    let q = predict(&big, &big.accounting(), &op.model, &w);
+    assert!(q.energy_j_range[1] > 1.005 * q.energy_j_range[0], "{:?}", q.energy_j_range);
+    // Snapdragon 8 Gen 5: no energy or prefill figure of its own; the
+    // reference run passes at the point, and its range crosses the budget.
+    let sd = d.get("snapdragon-8-gen-5").unwrap();
+    let cap = pocketbench::capability::capability(&s, &s.accounting(), &Default::default(), None);
+    let r = pocketbench::record::predicted(&s, &s.accounting(), sd, &w, &cap);
+    assert_eq!(r.budgets.energy.status, pocketbench::budget::Status::Pass);
+    assert_eq!(r.budgets.energy.certainty, Some(pocketbench::budget::Certainty::Uncertain));
+    assert!(r.energy_j_per_run_high.unwrap() > sd.budgets.energy_j.unwrap());
+    // A prediction's JSON carries the range under these names.
+    let json = serde_json::to_value(&r).unwrap();
+    for k in ["ttft_ms_low", "ttft_ms_high", "energy_j_per_run_low", "energy_j_per_run_high", "prefill_energy_share"] {
+        assert!(json[k].as_f64().is_some(), "{k}");
+    }
+    assert_eq!(json["budgets"]["energy"]["certainty"], "uncertain");
 }
 
 /// A recorded set of host measurements (one machine, one day), so the fit

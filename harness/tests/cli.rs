@@ -75,7 +75,7 @@ fn non_finite_numbers_are_refused_with_file_line_and_key() {
     std::fs::create_dir(&devices).unwrap();
     let ipad = std::fs::read_to_string(root().join("devices/ipad-pro-m5.toml")).unwrap();
     for (from, to, key) in [
-        ("value = \"25%\"", "value = nan", "model.compute-efficiency.value"),
+        ("value = \"45.4%\"", "value = nan", "model.compute-efficiency.value"),
         ("value = \"153 GB/s\"", "value = \"inf GB/s\"", "facts.bandwidth.value"),
     ] {
         assert!(ipad.contains(from), "{from}");
@@ -221,7 +221,7 @@ fn calibrate_writes_the_fit_and_keeps_comments() {
     pb().args(["--devices-dir", dd, "devices"])
         .assert()
         .code(0)
-        .stdout(predicate::str::contains("calibrated (2 points)"));
+        .stdout(predicate::str::contains("calibrated (4 points)"));
 }
 
 #[test]
@@ -293,13 +293,21 @@ fn every_invalid_profile_and_key_is_reported_at_once() {
         std::fs::write(dir.path().join(format!("{name}.toml")), text).unwrap();
     };
     // Two problems in one file, one in another: all three are reported.
-    edit("ipad-pro-m5", &[("kv-bits = 16", "kv-bits = 12"), ("value = \"25%\"", "value = \"250%\"")]);
+    edit(
+        "ipad-pro-m5",
+        &[
+            ("kv-bits = 16", "kv-bits = 12"),
+            ("value = \"45.4%\"", "value = \"250%\""),
+            ("range = [\"1.15 W\", \"6.9 W\"]", "range = [\"6.9 W\", \"1.15 W\"]"),
+        ],
+    );
     edit("oneplus-13", &[("act-bits = 16", "act-bits = 7")]);
     let a = pb().args(["--devices-dir", dir.path().to_str().unwrap(), "devices"]).assert().code(2);
     let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
     for want in [
         "ipad-pro-m5.toml: model.compute-efficiency: must be in (0, 100%], got 250%",
         "ipad-pro-m5.toml: engine.kv-bits: must be 4, 8, 16 or 32, got 12",
+        "ipad-pro-m5.toml: model.active-power.range: must be [low, high] with low <= high",
         "oneplus-13.toml: engine.act-bits: must be 4, 8, 16 or 32, got 7",
     ] {
         assert!(stderr.contains(want), "missing `{want}` in:\n{stderr}");

@@ -18,10 +18,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::arch::account::prefill_flops;
 use crate::device::{CalPoint, Device, DeviceModel, Devices, FreeParam, ModelParams, Origin};
 use crate::fit::{fit, Row};
-use crate::predict::{decode_terms, memory_without_overhead, predict};
+use crate::predict::{decode_terms, memory_without_overhead, predict, prefill_time};
 use crate::units::{ByteSize, Duration, Fraction, Power};
 
 /// Calibration failed.
@@ -98,6 +97,10 @@ pub struct Calibration {
     pub at_bound: Vec<String>,
     /// Every point's residuals.
     pub residuals: Vec<Residual>,
+    /// What the fit could not settle honestly: points of different engine
+    /// builds fitted into one parameter, a prefill implying more compute
+    /// than the device's compute fact.
+    pub warnings: Vec<String>,
     /// The digest recorded with the fit.
     pub digest: String,
     #[serde(skip)]
@@ -144,6 +147,9 @@ struct Stage<'a> {
     metric: &'static str,
     terms: Vec<Term>,
     obs: ObsFn<'a>,
+    /// Fits at most this many times, until the parameters settle (a stage
+    /// whose observations depend on its own parameters needs more than one).
+    rounds: usize,
 }
 
 fn term(param: FreeParam, bounds: (f64, f64), inverse: bool) -> Term {
@@ -170,12 +176,15 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
             target: 1.0 / pt.decode_tok_s?,
         })
     };
-    // prefill: the compute branch of the roofline, t = FLOPs / (ec·C) + L·cl + c0.
+    // prefill: the chunked roofline; the chunks whose compute branch binds
+    // (at the current compute efficiency) carry FLOPs / (ec·C), the others
+    // their transfer time, every chunk its fixed cost. The branches depend on
+    // the efficiency, so the stage is refitted until they settle.
     let prefill = |pt: &CalPoint, m: &DeviceModel| {
-        let flops = prefill_flops(&pt.shape, &pt.shape.accounting(), pt.workload.prompt as f64);
+        let t = prefill_time(&pt.shape, &pt.shape.accounting(), m, pt.workload.prompt);
         Some(Obs {
-            coef: vec![flops / m.compute],
-            offset: pt.shape.layers as f64 * m.params.layer_cost + m.params.token_cost,
+            coef: vec![t.compute_bound_flops / m.compute],
+            offset: t.memory_bound_s + t.fixed_s,
             target: pt.workload.prompt as f64 / pt.prefill_tok_s?,
         })
     };
@@ -204,11 +213,13 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
                 term(FreeParam::TokenCost, (0.0, 1.0), false),
             ],
             obs: &decode,
+            rounds: 1,
         },
         Stage {
             metric: "prefill",
             terms: vec![term(FreeParam::ComputeEfficiency, (1.0, 1000.0), true)],
             obs: &prefill,
+            rounds: 8,
         },
         Stage {
             metric: "peak-memory",
@@ -218,8 +229,14 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
                 term(FreeParam::WeightExtra, (0.0, 4.0), false),
             ],
             obs: &memory,
+            rounds: 1,
         },
-        Stage { metric: "energy", terms: vec![term(FreeParam::ActivePower, (0.0, 1000.0), false)], obs: &energy },
+        Stage {
+            metric: "energy",
+            terms: vec![term(FreeParam::ActivePower, (0.0, 1000.0), false)],
+            obs: &energy,
+            rounds: 1,
+        },
     ];
     if free.contains(&FreeParam::CacheSize) {
         model.params.cache_size = cache_size(&stages[0], free, &fit_points, &model, &id)?;
@@ -227,25 +244,94 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
             model.params.cache_efficiency = model.params.bandwidth_efficiency;
         }
     }
+    let mut warnings = Vec::new();
     for stage in &stages {
-        let Some(f) = fit_stage(stage, free, &fit_points, &model, &id)? else { continue };
-        for ((t, theta), bound) in f.terms.iter().zip(&f.fit.theta).zip(&f.fit.at_bound) {
-            model.params.set(t.param, if t.inverse { 1.0 / theta } else { *theta });
-            if *bound {
-                at_bound.push(t.param.key().to_string());
+        if let Some(w) = mixed_builds(stage, free, &fit_points, &model) {
+            warnings.push(w);
+        }
+        let mut bounds = Vec::new();
+        for _ in 0..stage.rounds {
+            let before = model.params;
+            let Some(f) = fit_stage(stage, free, &fit_points, &model, &id)? else { break };
+            bounds.clear();
+            for ((t, theta), bound) in f.terms.iter().zip(&f.fit.theta).zip(&f.fit.at_bound) {
+                model.params.set(t.param, if t.inverse { 1.0 / theta } else { *theta });
+                if *bound {
+                    bounds.push(t.param.key().to_string());
+                }
+            }
+            if model.params == before {
+                break;
             }
         }
+        at_bound.extend(bounds);
     }
 
+    warnings.extend(compute_above_fact(device, &model));
     let fitted = free.iter().map(|p| (p.key().to_string(), display_param(*p, model.params.get(*p)))).collect();
     Ok(Calibration {
         device: device.id().to_string(),
         fitted,
         at_bound,
+        warnings,
         residuals: residuals(device, &model),
         digest: device.digest.clone(),
         params: model.params,
     })
+}
+
+/// The engine builds of the points a stage with free terms fits, when there
+/// is more than one: its parameters then average engines, and the fit says so.
+/// A point that names no build counts as the profile's own.
+fn mixed_builds(stage: &Stage, free: &[FreeParam], points: &[&CalPoint], model: &DeviceModel) -> Option<String> {
+    if !stage.terms.iter().any(|t| free.contains(&t.param)) {
+        return None;
+    }
+    let mut builds: Vec<&str> = points
+        .iter()
+        .filter(|pt| (stage.obs)(pt, model).is_some())
+        .map(|pt| pt.engine_build.as_deref().unwrap_or("the profile's engine (unnamed build)"))
+        .collect();
+    builds.sort_unstable();
+    builds.dedup();
+    (builds.len() > 1).then(|| {
+        format!(
+            "the {} fit mixes points of {} engine builds ({}): its parameters average them; give each build's points their own profile, or hold the other build's out",
+            stage.metric,
+            builds.len(),
+            builds.join("; ")
+        )
+    })
+}
+
+/// Prefill points whose measured time, less the fitted fixed costs, implies
+/// more FLOP/s than the device's compute fact: the fact is too low (or the
+/// engine does less work than the model counts), and an efficiency of 100%
+/// would hide it.
+fn compute_above_fact(device: &Device, model: &DeviceModel) -> Vec<String> {
+    let mut out = Vec::new();
+    for pt in &device.points {
+        let Some(rate) = pt.prefill_tok_s else { continue };
+        let a = pt.shape.accounting();
+        let t = prefill_time(&pt.shape, &a, model, pt.workload.prompt);
+        let busy = pt.workload.prompt as f64 / rate - t.fixed_s;
+        let flops = crate::arch::account::prefill_flops(&pt.shape, &a, pt.workload.prompt as f64);
+        let implied = if busy > 0.0 { flops / busy } else { f64::INFINITY };
+        if implied > model.compute {
+            out.push(format!(
+                "calibration[{}] ({}, prefill {:.1} tok/s at {}+{}) implies {} of compute, above the compute fact {} ({}): the fact is too low for the hardware that runs prefill",
+                pt.index,
+                pt.label,
+                rate,
+                pt.workload.prompt,
+                pt.workload.gen,
+                crate::units::Compute(implied),
+                crate::units::Compute(model.compute),
+                device.profile.facts.compute.source
+            ));
+        }
+    }
+    out
 }
 
 /// A stage's fit: the free terms it fitted, in the order of `fit.theta`.

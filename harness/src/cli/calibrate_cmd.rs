@@ -153,8 +153,16 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
         let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
         outln!("  {k:<22} {v}{bound}");
     }
+    let label = |r: &pocketbench::calibrate::Residual| {
+        if r.holdout {
+            format!("{} [held out]", r.model)
+        } else {
+            r.model.clone()
+        }
+    };
+    let w = cal.residuals.iter().map(|r| label(r).len()).max().unwrap_or(0).max(44);
     outln!(
-        "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>8}",
+        "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>8}",
         "point",
         "workload",
         "metric",
@@ -163,10 +171,9 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
         "error"
     );
     for r in &cal.residuals {
-        let model = if r.holdout { format!("{} [held out]", r.model) } else { r.model.clone() };
         outln!(
-            "  {:<44} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
-            model,
+            "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
+            label(r),
             r.workload,
             r.metric,
             format!("{:.1} {}", r.measured, r.unit),
@@ -174,7 +181,10 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
             r.rel_error * 100.0
         );
     }
-    for metric in ["decode", "peak-memory"] {
+    for w in &cal.warnings {
+        outln!("  warning: {w}");
+    }
+    for metric in ["decode", "prefill", "peak-memory"] {
         let held: Vec<f64> =
             cal.residuals.iter().filter(|r| r.holdout && r.metric == metric).map(|r| r.rel_error.abs()).collect();
         if !held.is_empty() {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pocketbench::budget::{Status, Verdict};
+use pocketbench::budget::{Certainty, Status, Verdict};
 use pocketbench::event::{Event, Reporter};
 
 /// How events are shown.
@@ -153,9 +153,25 @@ impl Drop for StderrReporter {
 
 /// "pass (+23.5%)", "FAIL (-4.1%)" or "n/a".
 pub fn verdict(v: &Verdict) -> String {
+    let sure = match v.certainty {
+        Some(Certainty::Sure) => ", sure over the range",
+        Some(Certainty::Uncertain) => ", UNCERTAIN: the range crosses the limit",
+        None => "",
+    };
     match (v.status, v.margin) {
-        (Status::Pass, Some(m)) => format!("pass ({:+.1}% margin)", m * 100.0),
-        (Status::Fail, Some(m)) => format!("FAIL ({:+.1}% margin)", m * 100.0),
+        (Status::Pass, Some(m)) => format!("pass ({:+.1}% margin{sure})", m * 100.0),
+        (Status::Fail, Some(m)) => format!("FAIL ({:+.1}% margin{sure})", m * 100.0),
         _ => "n/a".to_string(),
+    }
+}
+
+/// "range LO-HI UNIT" for a predicted value with a range wider than
+/// rounding; `None` otherwise.
+pub fn range(lo: Option<f64>, hi: Option<f64>, decimals: usize, unit: &str) -> Option<String> {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) if format!("{lo:.decimals$}") != format!("{hi:.decimals$}") => {
+            Some(format!("range {lo:.decimals$}-{hi:.decimals$}{unit}"))
+        }
+        _ => None,
     }
 }

@@ -9,7 +9,7 @@ use pocketbench::record::{measured, Record};
 use pocketbench::runner::{HostRunner, Job, JobSettings, Runner};
 
 use super::exit::Harness;
-use super::render::verdict;
+use super::render::{range, verdict};
 use super::{Code, ShapeArgs, WorkloadArgs};
 
 /// Measurement settings shared by `run` and `sweep --measure`.
@@ -192,10 +192,18 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
             pb.passes
         );
     }
-    outln!("  energy        {:>9.2} J/run   {}", r.energy_j_per_run, r.methods["energy_j_per_run"]);
     outln!(
-        "  predicted     {:>9.1} tok/s decode, {:.1} MB peak ({})",
+        "  energy        {:>9.2} J/run   {}{}   {}",
+        r.energy_j_per_run,
+        r.methods["energy_j_per_run"],
+        range(r.energy_j_per_run_low, r.energy_j_per_run_high, 2, " J").map_or(String::new(), |r| format!(" ({r})")),
+        verdict(&r.budgets.energy)
+    );
+    outln!(
+        "  predicted     {:>9.1} tok/s decode, {:.1} tok/s prefill (time to first token {:.0} ms), {:.1} MB peak ({})",
         m.predicted.decode_tok_s,
+        m.predicted.prefill_tok_s,
+        m.predicted.ttft_ms,
         m.predicted.peak_mem_increase_mb,
         r.calibration
     );

@@ -88,17 +88,23 @@ pub fn fork(d: &Device, text: &str, here: &HostFacts) -> Result<String, toml_edi
     Ok(doc.to_string())
 }
 
-/// An estimate of peak FP32 rate from the machine's features and clock:
-/// cores x FLOP per cycle x clock. Compute efficiency is fitted against it,
-/// so it only has to be labelled, not exact.
+/// An estimate of the peak int8 dot-product rate, the arithmetic the
+/// engines' prefill runs on a CPU (8-bit activations against 4- or 8-bit
+/// weights widened to 8 bits: the native engine's tiles and llama.cpp's
+/// `vec_dot` alike): cores x int8 ops per cycle x clock. Compute efficiency
+/// is fitted against it, so it only has to be labelled, not exact.
 fn compute_estimate(here: &HostFacts) -> Option<(f64, String)> {
     let has = |f: &str| here.features.iter().any(|x| x == f);
-    let (per_cycle, why) = if has("avx512f") {
-        (64.0, "2 x 512-bit FMA")
-    } else if has("avx2") && has("fma") {
-        (32.0, "2 x 256-bit FMA")
+    let (per_cycle, why) = if has("avx512vnni") {
+        (256.0, "2 x 512-bit VPDPBUSD, 64 multiply-adds each")
+    } else if has("avxvnni") {
+        (128.0, "2 x 256-bit VPDPBUSD")
+    } else if has("avx2") {
+        (64.0, "VPMADDUBSW + VPMADDWD, about half the VNNI rate")
+    } else if has("dotprod") {
+        (64.0, "2 x 128-bit SDOT")
     } else if has("neon") {
-        (16.0, "2 x 128-bit FMA")
+        (32.0, "2 x 128-bit SMLAL pairs")
     } else {
         return None;
     };
@@ -109,7 +115,7 @@ fn compute_estimate(here: &HostFacts) -> Option<(f64, String)> {
     Some((
         cores as f64 * per_cycle * mhz * 1e6,
         format!(
-            "E: {cores} cores x {per_cycle} FP32 FLOP/cycle ({why}, assumed from the CPU's features) x {:.2} GHz (/proc/cpuinfo `cpu MHz`; boost clock unknown)",
+            "E: {cores} cores x {per_cycle} int8 ops/cycle ({why}, assumed from the CPU's features) x {:.2} GHz (/proc/cpuinfo `cpu MHz`; boost clock unknown)",
             mhz / 1e3
         ),
     ))

@@ -142,6 +142,13 @@ pub struct DeviceModel {
     pub attention_threads: Option<u32>,
     /// Fitted or prior parameters.
     pub params: ModelParams,
+    /// The plausible range of each parameter that has one (`range` in the
+    /// profile), low and high, indexed as [`FreeParam::ALL`].
+    pub ranges: [Option<[f64; 2]>; FreeParam::ALL.len()],
+    /// The point a fitted active power was fitted to (its shape and
+    /// workload): across the ranges of the other parameters the power is
+    /// taken to keep that point's energy, as a refit would.
+    pub power_anchor: Option<(Shape, Workload)>,
 }
 
 /// Whether the stored parameters match the calibration points.
@@ -335,6 +342,16 @@ impl Device {
                 err(key, "must not be negative".into());
             }
         }
+        let mut ranges = [None; FreeParam::ALL.len()];
+        for (param, [lo, hi]) in p.model.ranges() {
+            let key = format!("model.{}.range", param.key());
+            let efficiency = matches!(param, FreeParam::BandwidthEfficiency | FreeParam::ComputeEfficiency);
+            let ordered = lo.is_finite() && hi.is_finite() && lo <= hi && lo >= 0.0;
+            if !ordered || (efficiency && (lo <= 0.0 || hi > 1.0)) {
+                err(&key, "must be [low, high] with low <= high, within the parameter's own bounds".into());
+            }
+            ranges[FreeParam::ALL.iter().position(|q| *q == param).unwrap_or(0)] = Some([lo, hi]);
+        }
         for (key, bits) in [("engine.kv-bits", p.engine.kv_bits), ("engine.act-bits", p.engine.act_bits)] {
             if ![4, 8, 16, 32].contains(&bits) {
                 err(key, format!("must be 4, 8, 16 or 32, got {bits}"));
@@ -393,7 +410,14 @@ impl Device {
             Ok(w) if problems.is_empty() => w,
             _ => return Err(ProfileError { file: origin.to_string(), problems }),
         };
+        let power_anchor = m
+            .fit
+            .contains(&FreeParam::ActivePower)
+            .then(|| points.iter().find(|pt| !pt.holdout && pt.energy_j.is_some()).map(|pt| (pt.shape, pt.workload)))
+            .flatten();
         let model = DeviceModel {
+            ranges,
+            power_anchor,
             bandwidth: p.facts.bandwidth.value.0,
             compute: p.facts.compute.value.0,
             battery_j,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::ShapeSpec;
 use crate::units::{
-    Bandwidth, ByteSize, BytesPerParam, Charge, Compute, Duration, Energy, Fraction, Power, TokRate, Voltage,
+    Bandwidth, ByteSize, BytesPerParam, Charge, Compute, Duration, Energy, Fraction, Power, Quantity, TokRate, Voltage,
 };
 use crate::workload::WorkloadSpec;
 
@@ -84,6 +84,11 @@ pub struct Meta {
 pub struct Fact<T> {
     /// The value, with its unit.
     pub value: T,
+    /// For a predictor parameter: the plausible range, low and high, in the
+    /// value's unit (a prior no measurement fixes). Predictions carry the
+    /// time to first token and the energy this range allows beside the point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<[T; 2]>,
     /// Source; "E:" marks an estimate, "R:" a rumour, "measured:" a measurement.
     pub source: String,
 }
@@ -261,6 +266,32 @@ pub struct ModelToml {
     /// Digest of the calibration points the stored fit was made from.
     #[serde(default)]
     pub fitted_digest: Option<String>,
+}
+
+impl ModelToml {
+    /// The parameters given a `range`, each with its low and high end in
+    /// base units.
+    pub fn ranges(&self) -> Vec<(FreeParam, [f64; 2])> {
+        fn r<T: Quantity>(p: FreeParam, f: Option<&Fact<T>>) -> Option<(FreeParam, [f64; 2])> {
+            f?.range.map(|[a, b]| (p, [a.base(), b.base()]))
+        }
+        [
+            r(FreeParam::BandwidthEfficiency, Some(&self.bandwidth_efficiency)),
+            r(FreeParam::LayerCost, Some(&self.layer_cost)),
+            r(FreeParam::TokenCost, Some(&self.token_cost)),
+            r(FreeParam::ComputeEfficiency, Some(&self.compute_efficiency)),
+            r(FreeParam::EngineOverhead, Some(&self.engine_overhead)),
+            r(FreeParam::ActivePower, Some(&self.active_power)),
+            r(FreeParam::EmbeddingExtra, self.embedding_extra.as_ref()),
+            r(FreeParam::AttentionCost, self.attention_cost.as_ref()),
+            r(FreeParam::WeightExtra, self.weight_extra.as_ref()),
+            r(FreeParam::CacheSize, self.cache_size.as_ref()),
+            r(FreeParam::CacheEfficiency, self.cache_efficiency.as_ref()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 /// A predictor parameter that calibration may fit.

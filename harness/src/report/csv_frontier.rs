@@ -31,6 +31,12 @@ const HEADER: &[&str] = &[
     "energy_j_per_run",
     "battery_fraction_per_run",
     "feasible",
+    "ttft_ms_low",
+    "ttft_ms_high",
+    "energy_j_per_run_low",
+    "energy_j_per_run_high",
+    "prefill_energy_share",
+    "energy_certainty",
 ];
 
 impl Exporter for FrontierCsv {
@@ -47,6 +53,7 @@ impl Exporter for FrontierCsv {
             rows.sort_by(|a, b| b.capability.total_cmp(&a.capability).then(b.decode_tok_s.total_cmp(&a.decode_tok_s)));
             for r in rows {
                 let f = |v: f64, p: usize| format!("{v:.p$}");
+                let o = |v: Option<f64>, p: usize| v.map_or(String::new(), |v| f(v, p));
                 w.write_record([
                     r.device.clone(),
                     r.config_id.clone(),
@@ -72,6 +79,12 @@ impl Exporter for FrontierCsv {
                     f(r.energy_j_per_run, 4),
                     r.battery_fraction_per_run.map_or(String::new(), |b| format!("{b:.3e}")),
                     r.feasible.to_string(),
+                    o(r.ttft_ms_low, 2),
+                    o(r.ttft_ms_high, 2),
+                    o(r.energy_j_per_run_low, 4),
+                    o(r.energy_j_per_run_high, 4),
+                    o(r.prefill_energy_share, 4),
+                    r.budgets.energy.certainty.map_or(String::new(), |c| c.as_str().to_string()),
                 ])
                 .map_err(err)?;
             }

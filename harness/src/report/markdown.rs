@@ -29,14 +29,15 @@ fn provenance_note(report: &SweepReport) -> String {
 
 fn line(r: &Record) -> String {
     format!(
-        "`{}` {}: {} params, capability {:.1}, {:.0} tok/s decode, {:.0} MB peak, {:.2} J/run ({})",
+        "`{}` {}: {} params, capability {:.1}, {:.0} tok/s decode, time to first token {}, {:.0} MB peak, {} ({})",
         r.config_id,
         r.config_name,
         ParamCount(r.params_total as f64),
         r.capability,
         r.decode_tok_s,
+        super::ttft_text(r),
         r.peak_mem_increase_mb,
-        r.energy_j_per_run,
+        super::energy_text(r),
         r.provenance_label()
     )
 }
@@ -118,21 +119,21 @@ impl Exporter for SummaryMarkdown {
             }
             let _ = writeln!(
                 s,
-                "| config | id | params | capability | decode tok/s | TTFT ms | peak MB | J/run | figures |"
+                "| config | id | params | capability | decode tok/s | time to first token | peak MB | energy | figures |"
             );
             let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---|");
             for r in rows.iter().take(MAX_ROWS) {
                 let _ = writeln!(
                     s,
-                    "| {} | `{}` | {} | {:.1} | {:.0} | {:.0} | {:.0} | {:.2} | {} |",
+                    "| {} | `{}` | {} | {:.1} | {:.0} | {} | {:.0} | {} | {} |",
                     r.config_name,
                     r.config_id,
                     ParamCount(r.params_total as f64),
                     r.capability,
                     r.decode_tok_s,
-                    r.ttft_ms,
+                    super::ttft_text(r),
                     r.peak_mem_increase_mb,
-                    r.energy_j_per_run,
+                    super::energy_text(r),
                     r.provenance_label()
                 );
             }

@@ -18,7 +18,42 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::pareto::Objective;
+use crate::record::Record;
 use crate::sweep::{Outcome, Plan};
+
+/// A record's energy per run for tables: the value, its range where the
+/// profile's priors give one ("0.81 J/run (0.41-2.43)"), the share spent in
+/// prefill, and "uncertain" where the range crosses the budget.
+pub(crate) fn energy_text(r: &Record) -> String {
+    let mut s = format!("{:.2} J/run", r.energy_j_per_run);
+    let mut notes = Vec::new();
+    if let (Some(lo), Some(hi)) = (r.energy_j_per_run_low, r.energy_j_per_run_high) {
+        if format!("{lo:.2}") != format!("{hi:.2}") {
+            notes.push(format!("{lo:.2}-{hi:.2}"));
+        }
+    }
+    if let Some(share) = r.prefill_energy_share {
+        notes.push(format!("{:.0}% in prefill", share * 100.0));
+    }
+    if r.budgets.energy.certainty == Some(crate::budget::Certainty::Uncertain) {
+        notes.push("verdict uncertain".into());
+    }
+    if !notes.is_empty() {
+        s.push_str(&format!(" ({})", notes.join("; ")));
+    }
+    s
+}
+
+/// A record's time to first token for tables: "75 ms", or "136 ms
+/// (110-271)" with the range its priors allow.
+pub(crate) fn ttft_text(r: &Record) -> String {
+    match (r.ttft_ms_low, r.ttft_ms_high) {
+        (Some(lo), Some(hi)) if format!("{lo:.0}") != format!("{hi:.0}") => {
+            format!("{:.0} ms ({lo:.0}-{hi:.0})", r.ttft_ms)
+        }
+        _ => format!("{:.0} ms", r.ttft_ms),
+    }
+}
 
 /// Version of the `results.json` layout.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::arch::Shape;
-use crate::budget::{Status, Verdict, Verdicts};
+use crate::budget::{Certainty, Status, Verdict, Verdicts};
 use crate::record::{Provenance, Record};
 
 /// The `results` columns a record is written to, in order.
@@ -55,6 +55,12 @@ pub(super) const RESULT_COLUMNS: &[&str] = &[
     "feasible",
     "on_frontier",
     "measurement",
+    "ttft_ms_low",
+    "ttft_ms_high",
+    "energy_j_per_run_low",
+    "energy_j_per_run_high",
+    "prefill_energy_share",
+    "energy_certainty",
 ];
 
 /// A unit-like enum's serde name ("pass", "measured").
@@ -139,6 +145,12 @@ pub(super) fn insert_record(
         rec.feasible,
         rec.on_frontier,
         measurement,
+        rec.ttft_ms_low,
+        rec.ttft_ms_high,
+        rec.energy_j_per_run_low,
+        rec.energy_j_per_run_high,
+        rec.prefill_energy_share,
+        e.certainty.map(Certainty::as_str),
     ])
 }
 
@@ -165,6 +177,15 @@ fn status_of(s: &str) -> rusqlite::Result<Status> {
     }
 }
 
+fn certainty_of(s: Option<&str>) -> rusqlite::Result<Option<Certainty>> {
+    match s {
+        None => Ok(None),
+        Some("sure") => Ok(Some(Certainty::Sure)),
+        Some("uncertain") => Ok(Some(Certainty::Uncertain)),
+        Some(other) => Err(conversion(format!("unknown certainty `{other}`"))),
+    }
+}
+
 fn provenance_of(s: &str) -> rusqlite::Result<Provenance> {
     match s {
         "predicted" => Ok(Provenance::Predicted),
@@ -179,6 +200,7 @@ fn verdict(row: &Row, at: usize) -> rusqlite::Result<Verdict> {
         value: row.get(at + 1)?,
         limit: row.get(at + 2)?,
         margin: row.get(at + 3)?,
+        certainty: None,
     })
 }
 
@@ -238,9 +260,18 @@ pub(super) fn record_from_row(row: &Row, calibrations: &HashMap<i64, Calibration
         battery_fraction_per_run: row.get(22)?,
         capability: row.get(23)?,
         capability_source: row.get(24)?,
-        budgets: Verdicts { decode: verdict(row, 25)?, memory: verdict(row, 29)?, energy: verdict(row, 33)? },
+        budgets: Verdicts {
+            decode: verdict(row, 25)?,
+            memory: verdict(row, 29)?,
+            energy: Verdict { certainty: certainty_of(row.get_ref(45)?.as_str_or_null()?)?, ..verdict(row, 33)? },
+        },
         feasible: row.get(37)?,
         on_frontier: row.get(38)?,
         measurement: json_col(row, 39)?,
+        ttft_ms_low: row.get(40)?,
+        ttft_ms_high: row.get(41)?,
+        energy_j_per_run_low: row.get(42)?,
+        energy_j_per_run_high: row.get(43)?,
+        prefill_energy_share: row.get(44)?,
     })
 }

@@ -4,10 +4,23 @@
 //! edited: a change is a new entry.
 
 /// The schema version this build writes.
-pub const VERSION: i64 = 1;
+pub const VERSION: i64 = 2;
 
 /// Migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1];
+pub const MIGRATIONS: &[&str] = &[V1, V2];
+
+/// Version 2: the range of a prediction's time to first token and energy
+/// that the device's prior parameters allow, the share of the run's energy
+/// spent in prefill, and how sure the energy verdict is. Rows written by
+/// version 1 read them as unknown (null).
+const V2: &str = r#"
+ALTER TABLE results ADD COLUMN ttft_ms_low REAL;
+ALTER TABLE results ADD COLUMN ttft_ms_high REAL;
+ALTER TABLE results ADD COLUMN energy_j_per_run_low REAL;
+ALTER TABLE results ADD COLUMN energy_j_per_run_high REAL;
+ALTER TABLE results ADD COLUMN prefill_energy_share REAL;
+ALTER TABLE results ADD COLUMN energy_certainty TEXT;
+"#;
 
 const V1: &str = r#"
 -- The one sweep a store holds: what it is, so a resume can tell whether the

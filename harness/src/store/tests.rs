@@ -25,15 +25,21 @@ fn new_store(dir: &Path, plan: &Plan, devices: &[&crate::device::Device]) -> Sto
     s
 }
 
+/// A new store in `dir` holding the plan's predictions, and those predictions.
+fn predicted_store(dir: &Path, devices: &Devices, plan: &Plan) -> (Store, crate::sweep::Outcome) {
+    let devs = devices.select(&plan.devices).unwrap();
+    let outcome = crate::sweep::run(plan, &devs, None, &mut Collect::default());
+    let mut store = new_store(dir, plan, &devs);
+    store.insert_predicted(&outcome.results, &|d| (format!("digest-{d}"), "{}".into())).unwrap();
+    (store, outcome)
+}
+
 #[test]
 fn records_read_back_equal_to_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
     let devices = Devices::built_in().unwrap();
     let plan = plan();
-    let devs = devices.select(&plan.devices).unwrap();
-    let outcome = crate::sweep::run(&plan, &devs, None, &mut Collect::default());
-    let mut store = new_store(dir.path(), &plan, &devs);
-    store.insert_predicted(&outcome.results, &|d| (format!("digest-{d}"), "{}".into())).unwrap();
+    let (mut store, outcome) = predicted_store(dir.path(), &devices, &plan);
     assert_eq!(store.records(Provenance::Predicted).unwrap(), outcome.results);
 
     // A measurement of the host's first configuration replaces its prediction in the outcome.
@@ -119,4 +125,53 @@ fn a_truncated_store_is_refused() {
     let e = Store::open_read_only(&path).map(|s| s.outcome()).err();
     let e2 = Store::open_read_only(&path).ok().and_then(|s| s.outcome().err());
     assert!(e.is_some() || e2.is_some(), "a half file must not read as a store");
+}
+
+#[test]
+fn a_version_1_store_is_migrated_and_its_rows_read_without_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(schema::MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let v: i64 = store.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(v, schema::VERSION);
+    let cols: i64 = store
+        .conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('results') WHERE name IN ('ttft_ms_low', 'energy_certainty')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(cols, 2);
+    drop(store);
+
+    // A row written before the ranges existed (its new columns null) reads
+    // back with no range and no certainty.
+    let dir = tempfile::tempdir().unwrap();
+    let (store, outcome) = predicted_store(dir.path(), &Devices::built_in().unwrap(), &plan());
+    store
+        .conn
+        .execute_batch(
+            "UPDATE results SET ttft_ms_low = NULL, ttft_ms_high = NULL, energy_j_per_run_low = NULL, \
+             energy_j_per_run_high = NULL, prefill_energy_share = NULL, energy_certainty = NULL",
+        )
+        .unwrap();
+    let old: Vec<_> = outcome
+        .results
+        .iter()
+        .cloned()
+        .map(|mut r| {
+            (r.ttft_ms_low, r.ttft_ms_high, r.energy_j_per_run_low, r.energy_j_per_run_high) = (None, None, None, None);
+            r.prefill_energy_share = None;
+            r.budgets.energy.certainty = None;
+            r
+        })
+        .collect();
+    assert!(outcome.results.iter().any(|r| r.budgets.energy.certainty.is_some()));
+    assert_eq!(store.records(Provenance::Predicted).unwrap(), old);
 }

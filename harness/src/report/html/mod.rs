@@ -91,9 +91,14 @@ const JS: &str = "
 
 fn badge(v: &crate::budget::Verdict, what: &str) -> String {
     use crate::budget::Status;
+    let unsure = if v.certainty == Some(crate::budget::Certainty::Uncertain) { ", uncertain" } else { "" };
     match (v.status, v.margin) {
-        (Status::Pass, Some(m)) => format!("<span class=\"badge pass\">{what} pass {:+.0}%</span>", m * 100.0),
-        (Status::Fail, Some(m)) => format!("<span class=\"badge fail\">{what} FAIL {:+.0}%</span>", m * 100.0),
+        (Status::Pass, Some(m)) => {
+            format!("<span class=\"badge pass\">{what} pass {:+.0}%{unsure}</span>", m * 100.0)
+        }
+        (Status::Fail, Some(m)) => {
+            format!("<span class=\"badge fail\">{what} FAIL {:+.0}%{unsure}</span>", m * 100.0)
+        }
         _ => format!("<span class=\"badge na\">{what} n/a</span>"),
     }
 }
@@ -110,13 +115,14 @@ fn figure_html(s: &mut String, f: &Figure) {
 
 fn record_line(r: &Record) -> String {
     format!(
-        "{} ({}, {} params): {:.0} tok/s, {:.0} MB, {:.2} J/run, capability {:.1}, {}",
+        "{} ({}, {} params): {:.0} tok/s, {:.0} MB, time to first token {}, {}, capability {:.1}, {}",
         r.config_name,
         r.config_id,
         ParamCount(r.params_total as f64),
         r.decode_tok_s,
         r.peak_mem_increase_mb,
-        r.energy_j_per_run,
+        super::ttft_text(r),
+        super::energy_text(r),
         r.capability,
         r.provenance_label()
     )
@@ -179,6 +185,7 @@ fn error_table(s: &mut String, measured: &[&Record]) {
         "<div class=\"scroll\"><table><thead><tr><th>device</th><th>configuration</th>\
          <th class=\"n\">decode predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
          <th class=\"n\">prefill predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
+         <th class=\"n\">TTFT ms predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
          <th class=\"n\">peak MB predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th></tr></thead><tbody>",
     );
     for r in measured {
@@ -195,6 +202,7 @@ fn error_table(s: &mut String, measured: &[&Record]) {
             s,
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td></tr>",
             escape(&r.device),
             escape(&r.config_name),
@@ -204,6 +212,9 @@ fn error_table(s: &mut String, measured: &[&Record]) {
             p.prefill_tok_s,
             r.prefill_tok_s,
             err(p.prefill_tok_s, r.prefill_tok_s),
+            p.ttft_ms,
+            r.ttft_ms,
+            if p.ttft_ms > 0.0 { err(p.ttft_ms, r.ttft_ms) } else { "n/a".into() },
             p.peak_mem_increase_mb,
             r.peak_mem_increase_mb,
             err(p.peak_mem_increase_mb, r.peak_mem_increase_mb)
@@ -228,7 +239,8 @@ fn results_table(s: &mut String, report: &SweepReport) {
     s.push_str(
         "<div class=\"scroll\"><table id=\"results\"><thead><tr><th>device</th><th>configuration</th><th>id</th>\
          <th class=\"n\">params</th><th class=\"n\">capability</th><th class=\"n\">decode tok/s</th><th class=\"n\">prefill tok/s</th>\
-         <th class=\"n\">TTFT ms</th><th class=\"n\">peak MB</th><th class=\"n\">J/run</th><th>feasible</th><th>frontier</th>\
+         <th class=\"n\">TTFT ms</th><th class=\"n\">peak MB</th><th class=\"n\">J/run</th><th class=\"n\">J/run range</th>\
+         <th class=\"n\">energy in prefill</th><th>feasible</th><th>frontier</th>\
          <th>figures</th></tr></thead><tbody>",
     );
     for r in all.iter().take(MAX_TABLE_ROWS) {
@@ -236,7 +248,7 @@ fn results_table(s: &mut String, report: &SweepReport) {
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\">{:.1}</td>\
              <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.1}</td>\
-             <td class=\"n\">{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"n\">{:.2}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&r.device),
             escape(&r.config_name),
             escape(&r.config_id),
@@ -248,7 +260,17 @@ fn results_table(s: &mut String, report: &SweepReport) {
             r.ttft_ms,
             r.peak_mem_increase_mb,
             r.energy_j_per_run,
-            if r.feasible { "yes" } else { "no" },
+            match (r.energy_j_per_run_low, r.energy_j_per_run_high) {
+                (Some(lo), Some(hi)) => format!("{lo:.2}-{hi:.2}"),
+                _ => String::new(),
+            },
+            r.prefill_energy_share.map_or(String::new(), |s| format!("{:.0}%", s * 100.0)),
+            match (r.feasible, r.budgets.energy.certainty) {
+                (true, Some(crate::budget::Certainty::Uncertain)) => "yes (energy uncertain)",
+                (false, Some(crate::budget::Certainty::Uncertain)) => "no (energy uncertain)",
+                (true, _) => "yes",
+                (false, _) => "no",
+            },
             if r.on_frontier { "yes" } else { "" },
             escape(r.provenance_label())
         );
