@@ -172,10 +172,18 @@ fn run_refuses_bad_settings_and_unreachable_devices() {
         .arg("run")
         .args(TINY)
         // A job that validates (the input is checked first), on a device without a runner.
-        .args(["--device", "oneplus-13", "--prompt", "16", "--gen", "8"])
+        .args(["--device", "iphone-18-pro", "--prompt", "16", "--gen", "8"])
         .assert()
         .code(3)
         .stderr(predicate::str::contains("that runner is not built yet"));
+    pb(d.path())
+        .arg("run")
+        .args(TINY)
+        // A named phone whose profile has no serial: a configuration to fix, not a phone to guess.
+        .args(["--device", "oneplus-13", "--prompt", "16", "--gen", "8"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("device `oneplus-13` names no adb serial"));
 }
 
 #[test]

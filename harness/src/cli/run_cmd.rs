@@ -6,9 +6,9 @@ use clap::Args;
 use pocketbench::capability::{capability, ProxySettings};
 use pocketbench::device::{Device, Devices, Transport};
 use pocketbench::record::{measured, Record};
-use pocketbench::runner::{HostRunner, Job, JobSettings, Runner};
+use pocketbench::runner::{AndroidRunner, HostRunner, Job, JobSettings, Runner};
 
-use super::exit::Harness;
+use super::exit::{Harness, Usage};
 use super::render::{range, verdict};
 use super::{Code, ShapeArgs, WorkloadArgs};
 
@@ -78,8 +78,20 @@ pub fn runner_for(device: &Device) -> anyhow::Result<Box<dyn Runner>> {
             let exe = std::env::current_exe()?;
             Ok(Box::new(HostRunner::new(device.id(), exe, pocketbench::probe::cache_dir())))
         }
+        Transport::Adb { serial, probe, cpu_mask, any } => {
+            if serial.is_empty() && !any {
+                return Err(Usage(format!(
+                    "device `{}` names no adb serial: set `serial` in its profile's [transport] (`pocketbench devices` lists the attached phones' serials), or measure whichever phone is attached with `--device android-any`",
+                    device.id()
+                ))
+                .into());
+            }
+            let adb = pocketbench_runner_android::Adb::found(serial.clone()).map_err(|e| Harness(e.to_string()))?;
+            let probe = pocketbench::runner::android::probe_path(probe.as_deref()).map_err(Usage)?;
+            Ok(Box::new(AndroidRunner::new(device.id(), adb, probe, cpu_mask.clone(), pocketbench::probe::cache_dir())))
+        }
         other => Err(Harness(format!(
-            "device `{}` is reached over {:?}; that runner is not built yet (this version measures local devices only)",
+            "device `{}` is reached over {:?}; that runner is not built yet (this version measures local and Android devices)",
             device.id(),
             other
         ))

@@ -155,6 +155,19 @@ pub enum Transport {
         /// `adb -s` serial or `host:port`; empty means the only device.
         #[serde(default)]
         serial: String,
+        /// The probe executable pushed to the phone (a static AArch64 Linux
+        /// build); `$POCKETBENCH_ANDROID_PROBE` wins over it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        probe: Option<std::path::PathBuf>,
+        /// `taskset` CPU mask (hex) the probe runs pinned to, for instance
+        /// the prime cores; absent: not pinned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu_mask: Option<String>,
+        /// With an empty serial: measure whichever single phone is attached
+        /// (`android-any`). A named phone's profile needs its serial instead,
+        /// so it never measures another phone under its name.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        any: bool,
     },
     /// iOS over `xcrun devicectl`.
     Ios {

@@ -12,6 +12,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("ipad-pro-m5", include_str!("../../../devices/ipad-pro-m5.toml")),
     ("snapdragon-8-gen-5", include_str!("../../../devices/snapdragon-8-gen-5.toml")),
     ("oneplus-13", include_str!("../../../devices/oneplus-13.toml")),
+    ("android-any", include_str!("../../../devices/android-any.toml")),
     ("host", include_str!("../../../devices/host.toml")),
     ("host-llama", include_str!("../../../devices/host-llama.toml")),
 ];

@@ -74,7 +74,15 @@ pub trait EnergyMeter: Send {
 /// discharging battery's power_supply files, else the portable battery API,
 /// else why none works.
 pub fn detect() -> Result<Box<dyn EnergyMeter>, MeterError> {
-    detect_in(Path::new("/sys/class/powercap"), Path::new("/sys/class/power_supply"))
+    let root = sysfs_root();
+    detect_in(&root.join("sys/class/powercap"), &root.join("sys/class/power_supply"))
+}
+
+/// Where the meters and thermal readings find `sys/`: `/`, or
+/// `POCKETBENCH_SYSFS_ROOT` (an emulated device's root in the Android
+/// runner's tests; a chroot'ed or containerised probe).
+pub fn sysfs_root() -> std::path::PathBuf {
+    std::env::var_os("POCKETBENCH_SYSFS_ROOT").filter(|v| !v.is_empty()).map_or_else(|| "/".into(), Into::into)
 }
 
 /// [`detect`] with other sysfs roots (tests use fake trees).

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use wait_timeout::ChildExt;
 
 use super::{Failure, Job, Runner};
-use crate::probe::{self, ProbeResult, ProbeSpec};
+use crate::probe::{self, ProbeResult};
 
 /// Runs the probe on this machine.
 #[derive(Debug, Clone)]
@@ -115,16 +115,7 @@ impl Runner for HostRunner {
             None => probe::model_file(&job.shape, &self.cache).map_err(|e| Failure::Build { reason: e.to_string() })?,
         };
         let dir = self.work_dir(job)?;
-        let spec = ProbeSpec {
-            shape: job.shape,
-            model,
-            workload: job.workload,
-            reps: job.reps,
-            threads: job.threads,
-            seed: probe::seed_of(&job.shape),
-            engine: job.engine,
-            timeout_s: Some(job.timeout.as_secs_f64()),
-        };
+        let spec = job.spec(model);
         let spec_path = dir.path().join("spec.json");
         let out_path = dir.path().join("result.json");
         let err_path = dir.path().join("stderr.txt");

@@ -1,11 +1,14 @@
 //! Runners: how a configuration gets measured on a device. One small trait;
-//! the host runner spawns the probe as a child process; the Android and iOS
-//! runners (later) drive `adb` and `devicectl` through their own crates.
+//! the host runner spawns the probe as a child process; the Android runner
+//! pushes it to a phone and runs it over adb (`pocketbench-runner-android`);
+//! the iOS runner (later) drives `devicectl` through its own crate.
 
+pub mod android;
 mod host;
 mod job;
 pub mod thermal;
 
+pub use android::AndroidRunner;
 pub use host::HostRunner;
 pub use job::{JobError, JobSettings};
 
@@ -39,6 +42,23 @@ pub struct Job {
     /// A model in the engine's own format to run instead of the GGUF the
     /// runner builds (MNN's `config.json` for `mnn-llm-bench`).
     pub engine_model: Option<std::path::PathBuf>,
+}
+
+impl Job {
+    /// The probe's spec for this job, its model at `model` (a path on the
+    /// machine that runs the probe, relative to its working folder or not).
+    pub fn spec(&self, model: std::path::PathBuf) -> crate::probe::ProbeSpec {
+        crate::probe::ProbeSpec {
+            shape: self.shape,
+            model,
+            workload: self.workload,
+            reps: self.reps,
+            threads: self.threads,
+            seed: crate::probe::seed_of(&self.shape),
+            engine: self.engine,
+            timeout_s: Some(self.timeout.as_secs_f64()),
+        }
+    }
 }
 
 /// Threads to measure `device` with: the requested count, else the device

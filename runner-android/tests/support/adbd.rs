@@ -52,6 +52,9 @@ pub struct Phone {
     /// Whether it accepts this computer (false: it answers with AUTH tokens
     /// forever, as a phone whose user has not tapped "Allow").
     pub authorized: bool,
+    /// ro.product.cpu.abi: this host's architecture by default, since the
+    /// emulated phone runs host executables.
+    pub abi: String,
 }
 
 impl Default for Phone {
@@ -61,6 +64,7 @@ impl Default for Phone {
             model: "Pocket Emulated Phone".into(),
             device: "pocketemu".into(),
             authorized: true,
+            abi: if cfg!(target_arch = "aarch64") { "arm64-v8a" } else { "x86_64" }.into(),
         }
     }
 }
@@ -83,6 +87,25 @@ impl Adbd {
         let root = dir.path().join("device");
         for d in ["data/local/tmp", "sys/class/power_supply", "sys/class/thermal", "proc"] {
             std::fs::create_dir_all(root.join(d))?;
+        }
+        // Android's `getprop`, in its `[name]: [value]` format, first on PATH.
+        let bin = root.join("system/bin");
+        std::fs::create_dir_all(&bin)?;
+        let props = [
+            ("ro.product.manufacturer", "pocketbench"),
+            ("ro.product.model", phone.model.as_str()),
+            ("ro.product.name", phone.product.as_str()),
+            ("ro.product.device", phone.device.as_str()),
+            ("ro.product.cpu.abi", phone.abi.as_str()),
+            ("ro.build.version.release", "15"),
+            ("ro.build.version.sdk", "35"),
+            ("ro.soc.model", "emulated"),
+        ];
+        let body: String = props.iter().map(|(k, v)| format!("echo '[{k}]: [{v}]'\n")).collect();
+        std::fs::write(bin.join("getprop"), format!("#!/bin/sh\n{body}"))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(bin.join("getprop"), std::fs::Permissions::from_mode(0o755))?;
         }
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
@@ -338,6 +361,7 @@ fn run(cmd: &str, root: &Path) -> std::io::Result<std::process::Output> {
         .arg(map(cmd, root))
         .current_dir(root)
         .env("POCKETBENCH_SYSFS_ROOT", root)
+        .env("PATH", format!("{}:{}", root.join("system/bin").display(), std::env::var("PATH").unwrap_or_default()))
         .stdin(std::process::Stdio::null())
         .output()
 }

@@ -1,0 +1,126 @@
+//! End to end on an emulated Android phone: `pocketbench run --device
+//! android-any` pushes the probe (this very build, which the emulated phone
+//! can run) over the real adb client to an adbd that speaks adb's wire
+//! protocol (`runner-android/tests/support/adbd.rs`), runs it under mksh,
+//! and reads speed, peak memory and energy from a fake battery rail.
+#![allow(clippy::print_stderr)]
+
+#[path = "../../runner-android/tests/support/adbd.rs"]
+mod adbd;
+
+use std::time::Duration;
+
+use adbd::{Adbd, Phone};
+use pocketbench_runner_android::Adb;
+
+fn tools() -> bool {
+    let have =
+        |p: &str| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(p).is_file());
+    if have("adb") && have("mksh") {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must install Debian's adb and mksh (.ci/run does)");
+    eprintln!("SKIPPED: the real adb client and mksh are needed (apt-get install adb mksh)");
+    false
+}
+
+/// A phone on battery drawing a constant 4.0 V x 0.625 A = 2.5 W.
+fn on_battery(d: &Adbd) {
+    for (f, v) in
+        [("type", "Battery"), ("status", "Discharging"), ("voltage_now", "4000000"), ("current_now", "625000")]
+    {
+        d.write(&format!("/sys/class/power_supply/battery/{f}"), &format!("{v}\n"));
+    }
+}
+
+struct Server {
+    adb: Adb,
+}
+
+impl Server {
+    fn new() -> Server {
+        let mut adb = Adb::found("").unwrap();
+        adb.server_port = Some(std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+        let _ = adb.devices(Duration::from_secs(20)).unwrap();
+        Server { adb }
+    }
+
+    fn port(&self) -> String {
+        self.adb.server_port.unwrap().to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let mut a = self.adb.server();
+        a.push("kill-server".into());
+        let _ = self.adb.call(&a, Duration::from_secs(20));
+    }
+}
+
+fn pocketbench(server: &Server, data: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_pocketbench"));
+    c.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("ANDROID_ADB_SERVER_PORT", server.port())
+        .env("POCKETBENCH_ANDROID_PROBE", env!("CARGO_BIN_EXE_pocketbench"))
+        .env("POCKETBENCH_DATA_DIR", data)
+        .env_remove("POCKETBENCH_SYSFS_ROOT");
+    c
+}
+
+#[test]
+fn run_on_android_any_measures_through_the_pushed_probe_with_energy_from_the_rail() {
+    if !tools() {
+        return;
+    }
+    let d = Adbd::start(Phone::default()).unwrap();
+    on_battery(&d);
+    let server = Server::new();
+    server.adb.connect(&d.serial(), Duration::from_secs(20)).unwrap().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = pocketbench(&server, data.path())
+        .args(["run", "--preset", "smollm2-135m", "--device", "android-any", "--json"])
+        .args(["--prompt", "16", "--gen", "8", "--reps", "1", "--threads", "2", "--timeout", "600"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["provenance"], "measured", "{r}");
+    assert_eq!(r["device"], "android-any");
+    assert!(r["decode_tok_s"].as_f64().unwrap() > 0.0);
+    assert!(r["peak_mem_increase_mb"].as_f64().unwrap() > 10.0, "smollm2-135m's weights alone are ~80 MB");
+    let method = r["methods"]["energy_j_per_run"].as_str().unwrap();
+    assert!(method.starts_with("measured") && method.contains("power_supply"), "{method}");
+    let rep = &r["measurement"]["probe"]["reps"][0]["energy"];
+    let (j, s) = (rep["joules"].as_f64().unwrap(), rep["seconds"].as_f64().unwrap());
+    assert!((j / s / 2.5 - 1.0).abs() < 0.05, "average power {} W from a 2.5 W rail", j / s);
+    // Nothing is left on the phone but the probe and the model.
+    let left: Vec<_> =
+        std::fs::read_dir(d.path("/data/local/tmp/pocketbench")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.iter().all(|n| n == "probe" || n == "models"), "{left:?}");
+}
+
+#[test]
+fn a_named_phone_without_a_serial_and_a_missing_probe_are_refused_before_anything_runs() {
+    if !tools() {
+        return;
+    }
+    let server = Server::new();
+    let data = tempfile::tempdir().unwrap();
+    let out = pocketbench(&server, data.path())
+        .args(["run", "--preset", "smollm2-135m", "--device", "oneplus-13"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("names no adb serial") && stderr.contains("--device android-any"), "{stderr}");
+    let out = pocketbench(&server, data.path())
+        .env("POCKETBENCH_ANDROID_PROBE", "/nonexistent/probe")
+        .args(["run", "--preset", "smollm2-135m", "--device", "android-any"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/nonexistent/probe does not exist"), "{stderr}");
+}
