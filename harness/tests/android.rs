@@ -58,6 +58,19 @@ impl Drop for Server {
     }
 }
 
+/// An emulated phone on battery, connected to a private adb server, and a
+/// scratch folder; `None` (skipped, saying so) without adb and mksh.
+fn connected_phone() -> Option<(Adbd, Server, tempfile::TempDir)> {
+    if !tools() {
+        return None;
+    }
+    let d = Adbd::start(Phone::default()).unwrap();
+    on_battery(&d);
+    let server = Server::new();
+    server.adb.connect(&d.serial(), Duration::from_secs(20)).unwrap().unwrap();
+    Some((d, server, tempfile::tempdir().unwrap()))
+}
+
 fn pocketbench(server: &Server, data: &std::path::Path) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_pocketbench"));
     c.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -70,14 +83,7 @@ fn pocketbench(server: &Server, data: &std::path::Path) -> std::process::Command
 
 #[test]
 fn run_on_android_any_measures_through_the_pushed_probe_with_energy_from_the_rail() {
-    if !tools() {
-        return;
-    }
-    let d = Adbd::start(Phone::default()).unwrap();
-    on_battery(&d);
-    let server = Server::new();
-    server.adb.connect(&d.serial(), Duration::from_secs(20)).unwrap().unwrap();
-    let data = tempfile::tempdir().unwrap();
+    let Some((d, server, data)) = connected_phone() else { return };
     let out = pocketbench(&server, data.path())
         .args(["run", "--preset", "smollm2-135m", "--device", "android-any", "--json"])
         .args(["--prompt", "16", "--gen", "8", "--reps", "1", "--threads", "2", "--timeout", "600"])
@@ -123,4 +129,76 @@ fn a_named_phone_without_a_serial_and_a_missing_probe_are_refused_before_anythin
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("/nonexistent/probe does not exist"), "{stderr}");
+}
+
+fn tiny_sweep(dir: &std::path::Path) -> std::path::PathBuf {
+    let f = dir.join("tiny-android.toml");
+    std::fs::write(
+        &f,
+        "[sweep]\nname = \"tiny-android\"\ndevices = [\"android-any\"]\n[workload]\nprompt = 16\ngen = 8\n\
+         [space]\nlayers = [1, 2]\nhidden = 128\nhead-dim = 32\nkv-heads = 2\nffn = 256\nvocab = 512\ncontext = 256\n",
+    )
+    .unwrap();
+    f
+}
+
+fn results(out: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_sweep_measures_on_the_phone_and_a_phone_that_drops_is_retried_then_recorded_as_failed() {
+    let Some((d, server, data)) = connected_phone() else { return };
+    let sweep = tiny_sweep(data.path());
+    let sweep_into = |out: &str, extra: &[&str]| {
+        let out = data.path().join(out);
+        let run = pocketbench(&server, data.path())
+            .arg("sweep")
+            .arg(&sweep)
+            .args(["--measure", "all", "--threads", "1", "--quiet"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        results(&out)
+    };
+    let v = sweep_into("out", &["--reps", "2"]);
+    let recs = v["results"].as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    for r in recs {
+        assert_eq!((r["device"].as_str(), r["provenance"].as_str()), (Some("android-any"), Some("measured")), "{r}");
+        assert!(r["methods"]["energy_j_per_run"].as_str().unwrap().starts_with("measured"), "{r}");
+    }
+    assert!(v["failures"].as_array().unwrap().is_empty());
+
+    // The phone drops off before the next sweep: each job is retried, then
+    // recorded as failed, and the sweep still finishes with its predictions.
+    d.kill();
+    let v = sweep_into("out2", &["--reps", "1", "--retries", "1"]);
+    let failures = v["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 2, "{v}");
+    for f in failures {
+        assert_eq!(f["failure"]["kind"], "unavailable", "{f}");
+        assert_eq!(f["attempts"], 2, "{f}");
+    }
+    assert!(v["results"].as_array().unwrap().iter().all(|r| r["provenance"] == "predicted"));
+}
+
+#[test]
+fn a_charging_phone_is_measured_without_energy_and_says_why() {
+    let Some((d, server, data)) = connected_phone() else { return };
+    d.write("/sys/class/power_supply/battery/status", "Charging\n");
+    let out = pocketbench(&server, data.path())
+        .args(["run", "--hidden", "128", "--layers", "1", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
+        .args(["--vocab", "512", "--context", "256", "--device", "android-any", "--json"])
+        .args(["--prompt", "16", "--gen", "8", "--reps", "1", "--threads", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["provenance"], "measured");
+    let method = r["methods"]["energy_j_per_run"].as_str().unwrap();
+    assert!(method.starts_with("not measured") && method.contains("not discharging"), "{method}");
 }

@@ -35,6 +35,8 @@ pub struct AndroidRunner {
     cache: PathBuf,
     /// The probe is pushed once per runner.
     pushed: Mutex<bool>,
+    /// The probe's digest, read once.
+    digest: std::sync::OnceLock<String>,
 }
 
 /// The probe executable for a phone: `$POCKETBENCH_ANDROID_PROBE`, else the
@@ -75,7 +77,15 @@ pub fn elf_abi(path: &Path) -> Option<&'static str> {
 impl AndroidRunner {
     /// A runner for `device` over `adb` (serial empty: the only phone).
     pub fn new(device: &str, adb: Adb, probe: PathBuf, cpu_mask: Option<String>, cache: PathBuf) -> Self {
-        AndroidRunner { device: device.into(), adb, probe, cpu_mask, cache, pushed: Mutex::new(false) }
+        AndroidRunner {
+            device: device.into(),
+            adb,
+            probe,
+            cpu_mask,
+            cache,
+            pushed: Mutex::new(false),
+            digest: std::sync::OnceLock::new(),
+        }
     }
 
     fn call(&self, args: &[OsString], timeout: Duration) -> Result<Output, Failure> {
@@ -144,7 +154,9 @@ impl Runner for AndroidRunner {
 
     fn build(&self, engine: probe::EngineKind) -> String {
         let serial = if self.adb.serial.is_empty() { "the only attached phone" } else { self.adb.serial.as_str() };
-        let digest = std::fs::read(&self.probe).map(|b| format!("{:016x}", crate::fnv1a(&b))).unwrap_or_default();
+        let digest = self.digest.get_or_init(|| {
+            std::fs::read(&self.probe).map(|b| format!("{:016x}", crate::fnv1a(&b))).unwrap_or_default()
+        });
         format!("{} via the pushed probe {} (digest {digest}) on {serial}", engine.name(), self.probe.display())
     }
 

@@ -291,17 +291,34 @@ fn measure_with_retries(
         attempt += 1;
         match runner.measure(job) {
             Ok(p) => return Ok((p, attempt)),
-            // Only a device that went away is worth another try; a crash or timeout would repeat.
-            Err(Failure::Unavailable { .. }) if attempt <= retries => continue,
+            // Only a device that went away is worth another try (after a
+            // pause that doubles, 1 s, 2 s, 4 s... at most 30 s, so a phone
+            // re-plugged or a farm session re-connected can come back); a
+            // crash or timeout would repeat.
+            Err(Failure::Unavailable { .. }) if attempt <= retries => {
+                std::thread::sleep(retry_pause(attempt));
+                continue;
+            }
             Err(f) => return Err((f, attempt)),
         }
     }
+}
+
+/// The pause before attempt `attempt + 1` of a device that went away.
+fn retry_pause(attempt: u32) -> std::time::Duration {
+    std::time::Duration::from_secs((1u64 << attempt.saturating_sub(1).min(5)).min(30))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::device::Devices;
+
+    #[test]
+    fn retries_pause_longer_each_time_up_to_half_a_minute() {
+        let secs: Vec<u64> = (1..=8).map(|a| retry_pause(a).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30, 30]);
+    }
     use crate::event::Collect;
     use std::sync::atomic::{AtomicU32, Ordering};
 
