@@ -168,10 +168,5 @@ pub fn verdict(v: &Verdict) -> String {
 /// "range LO-HI UNIT" for a predicted value with a range wider than
 /// rounding; `None` otherwise.
 pub fn range(lo: Option<f64>, hi: Option<f64>, decimals: usize, unit: &str) -> Option<String> {
-    match (lo, hi) {
-        (Some(lo), Some(hi)) if format!("{lo:.decimals$}") != format!("{hi:.decimals$}") => {
-            Some(format!("range {lo:.decimals$}-{hi:.decimals$}{unit}"))
-        }
-        _ => None,
-    }
+    pocketbench::report::spread(lo, hi, decimals).map(|s| format!("range {s}{unit}"))
 }

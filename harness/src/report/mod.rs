@@ -27,11 +27,7 @@ use crate::sweep::{Outcome, Plan};
 pub(crate) fn energy_text(r: &Record) -> String {
     let mut s = format!("{:.2} J/run", r.energy_j_per_run);
     let mut notes = Vec::new();
-    if let (Some(lo), Some(hi)) = (r.energy_j_per_run_low, r.energy_j_per_run_high) {
-        if format!("{lo:.2}") != format!("{hi:.2}") {
-            notes.push(format!("{lo:.2}-{hi:.2}"));
-        }
-    }
+    notes.extend(spread(r.energy_j_per_run_low, r.energy_j_per_run_high, 2));
     if let Some(share) = r.prefill_energy_share {
         notes.push(format!("{:.0}% in prefill", share * 100.0));
     }
@@ -47,12 +43,17 @@ pub(crate) fn energy_text(r: &Record) -> String {
 /// A record's time to first token for tables: "75 ms", or "136 ms
 /// (110-271)" with the range its priors allow.
 pub(crate) fn ttft_text(r: &Record) -> String {
-    match (r.ttft_ms_low, r.ttft_ms_high) {
-        (Some(lo), Some(hi)) if format!("{lo:.0}") != format!("{hi:.0}") => {
-            format!("{:.0} ms ({lo:.0}-{hi:.0})", r.ttft_ms)
-        }
-        _ => format!("{:.0} ms", r.ttft_ms),
+    match spread(r.ttft_ms_low, r.ttft_ms_high, 0) {
+        Some(range) => format!("{:.0} ms ({range})", r.ttft_ms),
+        None => format!("{:.0} ms", r.ttft_ms),
     }
+}
+
+/// "LO-HI" at `decimals` for a range that is still a range once rounded;
+/// `None` for a point (or no range at all).
+pub fn spread(lo: Option<f64>, hi: Option<f64>, decimals: usize) -> Option<String> {
+    let (lo, hi) = (format!("{:.decimals$}", lo?), format!("{:.decimals$}", hi?));
+    (lo != hi).then(|| format!("{lo}-{hi}"))
 }
 
 /// Version of the `results.json` layout.
