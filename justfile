@@ -69,4 +69,4 @@ run preset="mnn-pocket-0.3b" engine="candle":
 test-aarch64:
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
-    sh -c 'cargo test -p pocketbench --target aarch64-unknown-linux-gnu --lib kernels && cargo test -p pocketbench --target aarch64-unknown-linux-gnu --test native'
+    sh -c 'cargo test -p pocketbench-probe --target aarch64-unknown-linux-gnu --lib kernels && cargo test -p pocketbench-probe --target aarch64-unknown-linux-gnu --test native'

@@ -10,33 +10,30 @@
 //! [`event::Event`]s to a [`event::Reporter`] chosen by the caller.
 #![deny(missing_docs)]
 
-pub mod arch;
 pub mod budget;
 pub mod calibrate;
 pub mod capability;
 pub mod config;
 pub mod device;
 pub mod event;
-pub mod external;
 pub mod fit;
 pub mod gate;
 pub mod history;
-pub mod hostinfo;
-pub mod kernels;
-pub mod meter;
 pub mod pareto;
 pub mod predict;
-pub mod probe;
 pub mod record;
 pub mod report;
 pub mod runner;
-pub mod stats;
 pub mod store;
 pub mod sweep;
 #[cfg(test)]
 mod testing;
-pub mod units;
-pub mod workload;
+
+// The vocabulary shared with the probe, and the probe itself (what runs on a
+// device), re-exported under the paths the harness has always used.
+pub use pocketbench_probe as probe;
+pub use pocketbench_probe::{external, hostinfo, kernels, meter};
+pub use pocketbench_types::{arch, fnv1a, stats, units, workload};
 
 use std::path::{Path, PathBuf};
 
@@ -131,15 +128,4 @@ pub fn harness_version() -> String {
 /// The git commit this binary was built from ("unknown" outside a checkout).
 pub fn git_commit() -> &'static str {
     env!("PB_GIT_COMMIT")
-}
-
-/// 64-bit FNV-1a (Fowler, Noll, Vo; IETF draft-eastlake-fnv). Used for ids and
-/// digests because, unlike `std`'s hasher, its output is fixed forever.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }

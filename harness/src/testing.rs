@@ -7,6 +7,7 @@ use crate::record::Record;
 /// A probe result for `rec`'s workload: one repetition per decode speed.
 pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
     ProbeResult {
+        schema: crate::probe::SCHEMA,
         config_id: rec.config_id.clone(),
         engine: "candle".into(),
         engine_version: "test".into(),

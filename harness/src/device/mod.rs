@@ -16,7 +16,7 @@ use std::path::Path;
 use crate::arch::{Shape, SpecError};
 use crate::config::ConfigError;
 use crate::units::Fraction;
-use crate::workload::{Workload, WorkloadError, WorkloadSpec};
+use crate::workload::Workload;
 
 /// Default minimum decode speed (the reference study's budget).
 pub const DEFAULT_DECODE_BUDGET: f64 = 200.0;
@@ -533,13 +533,6 @@ fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
     let facts = (m.bandwidth, m.compute, m.kv_bits, m.act_bits, m.prefill_chunk);
     let text = serde_json::to_string(&(points, fit, facts, fixed)).unwrap_or_default();
     format!("{:016x}", crate::fnv1a(text.as_bytes()))
-}
-
-impl WorkloadSpec {
-    /// Resolve with unset fields taken from `base` (a workload spec itself).
-    pub fn resolve_over(&self, base: &WorkloadSpec) -> Result<Workload, WorkloadError> {
-        base.overridden_by(self).resolve()
-    }
 }
 
 /// Parse and validate one profile file.

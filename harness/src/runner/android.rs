@@ -213,7 +213,7 @@ impl Runner for AndroidRunner {
                     self.call(&self.adb.pull(&format!("{job_dir}/result.json"), &back.to_string_lossy()), SHORT)?;
                 self.checked("adb pull", pulled)?;
                 let text = std::fs::read_to_string(&back).map_err(|e| Failure::BadOutput { reason: e.to_string() })?;
-                serde_json::from_str(&text).map_err(|e| Failure::BadOutput { reason: e.to_string() })
+                crate::probe::ProbeResult::from_json(&text).map_err(|e| Failure::BadOutput { reason: e.to_string() })
             }
             // The device shell reports a signal as 128 + its number.
             Ok(out) if out.code == 137 => {

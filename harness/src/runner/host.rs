@@ -160,6 +160,6 @@ impl Runner for HostRunner {
             return Err(Failure::Crashed { code: status.code().unwrap_or(-1), stderr: tail(&err_path, 5) });
         }
         let text = std::fs::read_to_string(&out_path).map_err(|e| Failure::BadOutput { reason: e.to_string() })?;
-        serde_json::from_str(&text).map_err(|e| Failure::BadOutput { reason: e.to_string() })
+        crate::probe::ProbeResult::from_json(&text).map_err(|e| Failure::BadOutput { reason: e.to_string() })
     }
 }

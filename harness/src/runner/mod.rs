@@ -49,6 +49,7 @@ impl Job {
     /// machine that runs the probe, relative to its working folder or not).
     pub fn spec(&self, model: std::path::PathBuf) -> crate::probe::ProbeSpec {
         crate::probe::ProbeSpec {
+            schema: crate::probe::SCHEMA,
             shape: self.shape,
             model,
             workload: self.workload,

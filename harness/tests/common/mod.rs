@@ -1,7 +1,7 @@
-//! Shared by the integration tests: the tiny configuration every test that
+//! Shared by the integration tests (the harness's and the probe's): the tiny configuration every test that
 //! builds and runs a real model uses (small enough for a debug build).
 
-use pocketbench::arch::{Shape, ShapeSpec};
+use pocketbench_types::arch::{Shape, ShapeSpec};
 
 /// hidden 128, 2 layers, 4 heads of 32 (2 KV), FFN 256, vocabulary 512, context 256.
 pub fn tiny_spec() -> ShapeSpec {

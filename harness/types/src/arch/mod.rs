@@ -10,7 +10,7 @@
 //! * total = non-embedding + V·d · (1 if tied else 2)
 
 pub mod account;
-pub(crate) mod presets;
+pub mod presets;
 mod quant;
 
 pub use account::{Accounting, KV_BITS_DEFAULT};

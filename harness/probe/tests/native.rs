@@ -5,11 +5,12 @@
 //! storage type the native kernels run (Q4_0, Q4_1, Q8_0, Q4_K, F16, F32,
 //! and the study's group-64 Q4_1), one and two threads.
 
-use pocketbench::arch::{Quant, ShapeSpec};
-use pocketbench::probe::engine::CandleModel;
-use pocketbench::probe::gguf::{write_model, write_model_with_std};
-use pocketbench::probe::native::{LoadError, NativeModel, CHUNK, NATIVE_TYPES};
+use pocketbench_probe::engine::CandleModel;
+use pocketbench_probe::gguf::{write_model, write_model_with_std};
+use pocketbench_probe::native::{LoadError, NativeModel, CHUNK, NATIVE_TYPES};
+use pocketbench_types::arch::{Quant, ShapeSpec};
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 fn model_file(quant: Quant, tied: bool, dir: &tempfile::TempDir) -> std::path::PathBuf {

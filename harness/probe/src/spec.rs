@@ -6,10 +6,24 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use pocketbench_types::arch::Shape;
+use pocketbench_types::workload::Workload;
+use serde::de::DeserializeOwned;
+
 use super::{engine, BuildInfo, EngineKind, HostFacts};
-use crate::arch::Shape;
 use crate::meter::EnergyReading;
-use crate::workload::Workload;
+
+/// The version of the spec and result JSON. A probe refuses a spec, and a
+/// harness a result, of any other version: the two ends of a phone's adb
+/// link are separate builds, and a field read under another meaning would
+/// be a wrong number, not an error. Raise it when a field changes meaning
+/// or a required one is added; JSON without the field is version 1 (the
+/// layout before the field existed).
+pub const SCHEMA: u32 = 1;
+
+fn schema_v1() -> u32 {
+    1
+}
 
 /// Largest repetition count accepted.
 pub const MAX_REPS: u32 = 1000;
@@ -17,6 +31,9 @@ pub const MAX_REPS: u32 = 1000;
 /// What the probe is asked to run (written as JSON by the runner).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSpec {
+    /// The JSON's version ([`SCHEMA`]).
+    #[serde(default = "schema_v1")]
+    pub schema: u32,
     /// The configuration.
     pub shape: Shape,
     /// Its GGUF file.
@@ -63,6 +80,9 @@ pub struct Rep {
 /// Everything the probe measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProbeResult {
+    /// The JSON's version ([`SCHEMA`]).
+    #[serde(default = "schema_v1")]
+    pub schema: u32,
     /// Configuration id.
     pub config_id: String,
     /// Engine name.
@@ -128,6 +148,54 @@ impl ProbeBandwidth {
 /// Buffer of the probe's bandwidth pass: 256 MiB, 8x the host's L3.
 pub const PROBE_BANDWIDTH_BYTES: usize = 256 << 20;
 
+/// A spec or result could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    Json(serde_json::Error),
+    /// JSON of a version this build does not read.
+    #[error(
+        "a probe {what} of schema {found}, but this build reads schema {SCHEMA} only: \
+         push a probe built from the same pocketbench version as the harness"
+    )]
+    Version {
+        /// `spec` or `result`.
+        what: &'static str,
+        /// The version found (`schema`).
+        found: String,
+    },
+    /// The right version, the wrong content.
+    #[error("not a probe {what}: {source}")]
+    Content {
+        /// `spec` or `result`.
+        what: &'static str,
+        /// What serde said.
+        source: serde_json::Error,
+    },
+}
+
+/// Read JSON of `what` after checking its `schema`.
+fn read_versioned<T: DeserializeOwned>(what: &'static str, text: &str) -> Result<T, SchemaError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(SchemaError::Json)?;
+    match value.get("schema") {
+        None => {}
+        Some(v) if v.as_u64() == Some(SCHEMA as u64) => {}
+        Some(v) => return Err(SchemaError::Version { what, found: v.to_string() }),
+    }
+    if value.get("schema").is_none() && SCHEMA != 1 {
+        return Err(SchemaError::Version { what, found: "1 (no `schema` field)".into() });
+    }
+    serde_json::from_value(value).map_err(|source| SchemaError::Content { what, source })
+}
+
+impl ProbeResult {
+    /// Read a probe's result, refusing one of another [`SCHEMA`].
+    pub fn from_json(text: &str) -> Result<ProbeResult, SchemaError> {
+        read_versioned("result", text)
+    }
+}
+
 /// The probe failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
@@ -140,8 +208,16 @@ pub enum ProbeError {
 }
 
 impl ProbeSpec {
+    /// Read a spec, refusing one of another [`SCHEMA`].
+    pub fn from_json(text: &str) -> Result<ProbeSpec, SchemaError> {
+        read_versioned("spec", text)
+    }
+
     /// Check what can be checked before anything is loaded.
     pub fn validate(&self) -> Result<(), ProbeError> {
+        if self.schema != SCHEMA {
+            return Err(ProbeError::Spec(format!("spec schema {} (this probe reads {SCHEMA})", self.schema)));
+        }
         self.shape.validate().map_err(|e| ProbeError::Spec(e.to_string()))?;
         if self.reps == 0 || self.reps > MAX_REPS {
             return Err(ProbeError::Spec(format!("reps must be between 1 and {MAX_REPS}, got {}", self.reps)));
@@ -156,5 +232,54 @@ impl ProbeSpec {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_json(schema: Option<serde_json::Value>) -> String {
+        let shape: Shape = pocketbench_types::arch::preset("smollm2-135m").unwrap().shape;
+        let spec = ProbeSpec {
+            schema: SCHEMA,
+            shape,
+            model: "m.gguf".into(),
+            workload: Workload::new(16, 8, None).unwrap(),
+            reps: 1,
+            threads: 1,
+            seed: 7,
+            engine: EngineKind::Candle,
+            timeout_s: None,
+        };
+        let mut v = serde_json::to_value(&spec).unwrap();
+        match schema {
+            Some(s) => v["schema"] = s,
+            None => {
+                v.as_object_mut().unwrap().remove("schema");
+            }
+        }
+        v.to_string()
+    }
+
+    #[test]
+    fn the_current_schema_and_json_from_before_the_field_are_read() {
+        assert_eq!(ProbeSpec::from_json(&spec_json(Some(SCHEMA.into()))).unwrap().schema, SCHEMA);
+        assert_eq!(ProbeSpec::from_json(&spec_json(None)).unwrap().schema, 1);
+    }
+
+    #[test]
+    fn another_schema_is_refused_by_name_before_its_fields_are_read() {
+        for (found, says) in [(serde_json::json!(2), "schema 2"), (serde_json::json!("x"), "schema \"x\"")] {
+            let e = ProbeSpec::from_json(&spec_json(Some(found))).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(&format!("a probe spec of {says}")), "{text}");
+            assert!(text.contains("push a probe built from the same pocketbench version"), "{text}");
+        }
+        let e = ProbeResult::from_json(r#"{"schema": 99, "config_id": 3}"#).unwrap_err();
+        assert!(e.to_string().starts_with("a probe result of schema 99"), "{e}");
+        let e = ProbeResult::from_json(r#"{"schema": 1, "config_id": 3}"#).unwrap_err();
+        assert!(e.to_string().starts_with("not a probe result: "), "{e}");
+        assert!(matches!(ProbeResult::from_json("{ not json"), Err(SchemaError::Json(_))));
     }
 }

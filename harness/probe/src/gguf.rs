@@ -22,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 
-use crate::arch::{Quant, Shape};
+use pocketbench_types::arch::{Quant, Shape};
 
 /// Standard deviation of the random matrices (the usual transformer init).
 pub const INIT_STD: f32 = 0.02;
@@ -381,7 +381,7 @@ fn pad<W: Write + Seek>(w: &mut W) -> std::io::Result<()> {
 
 /// The random stream of one tensor: seeded by the model seed and the tensor's name.
 fn stream(t: &TensorPlan, seed: u64, std: f32) -> (StdRng, Normal<f32>) {
-    let rng = StdRng::seed_from_u64(seed ^ crate::fnv1a(t.name.as_bytes()));
+    let rng = StdRng::seed_from_u64(seed ^ pocketbench_types::fnv1a(t.name.as_bytes()));
     (rng, Normal::new(0.0f32, std).expect("a positive standard deviation"))
 }
 

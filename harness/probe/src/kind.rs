@@ -95,7 +95,8 @@ impl EngineKind {
     /// Whether this binary can run it.
     pub fn available(self) -> bool {
         match self {
-            EngineKind::Candle | EngineKind::CandleTransformers => true,
+            EngineKind::Candle => true,
+            EngineKind::CandleTransformers => cfg!(feature = "candle-transformers"),
             EngineKind::LlamaCpp => cfg!(feature = "llama"),
             EngineKind::LlamaBench => crate::external::llama_bench::locate().is_some(),
             EngineKind::MnnLlmBench => crate::external::mnn_llm_bench::locate().is_some(),
@@ -111,6 +112,9 @@ impl EngineKind {
             EngineKind::MnnLlmBench => {
                 "MNN's llm_bench not found: set POCKETBENCH_MNN_LLM_BENCH to its path or put it on PATH".into()
             }
+            EngineKind::CandleTransformers => "this probe was built without the candle-transformers engine \
+                (the static phone build leaves it out): rebuild with the default features"
+                .into(),
             e => format!(
                 "this pocketbench was built without the {} engine: rebuild with `cargo build --release --features llama` (needs cmake and libclang)",
                 e.name()
@@ -121,7 +125,7 @@ impl EngineKind {
     /// Whether it measures `shape` at its full speed, or why not. The native
     /// engine refuses a storage type it has no kernels for rather than run it
     /// on candle-transformers at a tenth of the speed under its own name.
-    pub fn runs(self, shape: &crate::arch::Shape) -> Result<(), String> {
+    pub fn runs(self, shape: &pocketbench_types::arch::Shape) -> Result<(), String> {
         if self != EngineKind::Candle {
             return Ok(());
         }

@@ -17,7 +17,7 @@ pub struct Preset {
 /// A tied q4_0 shape at the default context: the presets' form, and the
 /// calibration design's.
 #[allow(clippy::too_many_arguments)]
-pub(crate) const fn s(
+pub const fn s(
     hidden: u32,
     layers: u32,
     heads: u32,

@@ -8,11 +8,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pocketbench::arch::preset;
-use pocketbench::kernels::argmax;
-use pocketbench::probe::engine::{CandleModel, EngineError};
-use pocketbench::probe::native::NativeModel;
-use pocketbench::probe::{cache_dir, decode_loop, model_file, Engine};
+use pocketbench_probe::engine::{CandleModel, EngineError};
+use pocketbench_probe::kernels::argmax;
+use pocketbench_probe::native::NativeModel;
+use pocketbench_probe::{cache_dir, decode_loop, model_file, Engine};
+use pocketbench_types::arch::preset;
 
 const CONTEXT: usize = 128;
 const WINDOW: usize = 64;
@@ -66,17 +66,18 @@ fn bench(c: &mut Criterion) {
         drop(m);
         #[cfg(feature = "llama")]
         {
-            let spec = pocketbench::probe::ProbeSpec {
+            let spec = pocketbench_probe::ProbeSpec {
+                schema: pocketbench_probe::SCHEMA,
                 shape,
                 model: path.clone(),
-                workload: pocketbench::workload::Workload::new(CONTEXT as u32, 8, None).expect("workload"),
+                workload: pocketbench_types::workload::Workload::new(CONTEXT as u32, 8, None).expect("workload"),
                 reps: 1,
                 threads: threads() as u32,
                 seed: 0,
-                engine: pocketbench::probe::EngineKind::LlamaCpp,
+                engine: pocketbench_probe::EngineKind::LlamaCpp,
                 timeout_s: None,
             };
-            pocketbench::probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
+            pocketbench_probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
         }
     }
 }

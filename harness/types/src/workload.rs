@@ -71,6 +71,11 @@ impl WorkloadSpec {
             context: over.context.or(self.context),
         }
     }
+
+    /// Resolve with unset fields taken from `base` (a workload spec itself).
+    pub fn resolve_over(&self, base: &WorkloadSpec) -> Result<Workload, WorkloadError> {
+        base.overridden_by(self).resolve()
+    }
 }
 
 impl Workload {

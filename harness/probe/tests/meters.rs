@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use pocketbench::meter::{detect_in, Clock, EnergyMeter, ManualClock, MeterError, PowerSupplyMeter, RaplMeter};
+use pocketbench_probe::meter::{detect_in, Clock, EnergyMeter, ManualClock, MeterError, PowerSupplyMeter, RaplMeter};
 
 /// Write via rename so the meter never reads a half-written file.
 fn put(path: &Path, value: &str) {

@@ -129,7 +129,7 @@ impl HostFacts {
             self.isa,
             self.features,
         ]);
-        format!("{:012x}", crate::fnv1a(parts.to_string().as_bytes()) >> 16)
+        format!("{:012x}", pocketbench_types::fnv1a(parts.to_string().as_bytes()) >> 16)
     }
 
     /// One line naming the machine: `Intel(R) Xeon(R) Processor (family 6

@@ -6,14 +6,15 @@ use std::io::Cursor;
 use candle_core::quantized::{gguf_file, GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
 use candle_transformers::models::quantized_qwen3::ModelWeights;
-use pocketbench::arch::{Quant, ShapeSpec};
-use pocketbench::probe::gguf::{
+use pocketbench_probe::gguf::{
     f32_values, generate_chunked, metadata, quantize_grouped, tensor_plan, write_model, Meta, Storage,
 };
+use pocketbench_types::arch::{Quant, ShapeSpec};
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
-fn tiny(quant: Quant, tied: bool) -> pocketbench::arch::Shape {
+fn tiny(quant: Quant, tied: bool) -> pocketbench_types::arch::Shape {
     ShapeSpec { tied: Some(tied), quant: Some(quant), ..common::tiny_spec() }.resolve().unwrap()
 }
 
@@ -101,7 +102,7 @@ fn shapes_and_metadata_read_back() {
     assert_eq!(info("blk.0.attn_q_norm.weight").shape.dims(), &[32]);
     assert_eq!(ct.tensor_infos.len(), 1 + 2 * 11 + 1 + 1);
     // File size: the planned tensor bytes plus header and padding, nothing more.
-    let tensors = pocketbench::probe::gguf::tensor_bytes(&shape).unwrap();
+    let tensors = pocketbench_probe::gguf::tensor_bytes(&shape).unwrap();
     let size = std::fs::metadata(&path).unwrap().len();
     assert!(size > tensors && size < tensors + 64 * 1024, "{size} vs {tensors}");
 }
@@ -185,7 +186,9 @@ fn group_64_q4_1_shares_one_scale_and_minimum_across_two_blocks() {
         assert!((m - lo).abs() <= 1e-3 && (d - (hi - lo) / 15.0).abs() <= 1e-3, "group statistics over all 64");
     }
     // candle (ggml's dequantizer) reads them back within half a step of the input.
-    let q = pocketbench::kernels::QMatrix::new(pocketbench::kernels::WeightType::Q4_1, 8, 64, bytes.clone()).unwrap();
+    let q =
+        pocketbench_probe::kernels::QMatrix::new(pocketbench_probe::kernels::WeightType::Q4_1, 8, 64, bytes.clone())
+            .unwrap();
     let mut row = vec![0f32; 64];
     for r in 0..8 {
         q.dequantize_row(r, &mut row);

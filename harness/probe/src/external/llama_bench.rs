@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::stats::{Sample, SampleError};
+use pocketbench_types::stats::{Sample, SampleError};
 
 /// One llama-bench test.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -7,7 +7,7 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pocketbench::kernels::{isa, matmul, quantize_q8, BlockQ8, Pool, QMatrix, WeightType, BLOCK, WEIGHT_TYPES};
+use pocketbench_probe::kernels::{isa, matmul, quantize_q8, BlockQ8, Pool, QMatrix, WeightType, BLOCK, WEIGHT_TYPES};
 
 const COLS: usize = 3_584;
 /// Weight bytes per streamed matrix.
@@ -72,7 +72,7 @@ fn variants(c: &mut Criterion) {
     let w = matrix(WeightType::Q4_0, 256, 2048);
     let mut out = vec![0f32; 256];
     let pool = Pool::new(1);
-    let mut g = c.benchmark_group(format!("q4_0-cached-{}", pocketbench::kernels::x8_variant().name()));
+    let mut g = c.benchmark_group(format!("q4_0-cached-{}", pocketbench_probe::kernels::x8_variant().name()));
     g.throughput(Throughput::Elements((256 * 2048) as u64));
     g.bench_function("256x2048 1 thread", |b| b.iter(|| matmul(&pool, [&w], [&mut out[..]], &x, &xq, 1)));
     g.finish();

@@ -1,26 +1,45 @@
-//! The probe: the process that runs on a device. It loads a configuration's
-//! model file, runs the workload (prefill, then decode one token at a time
-//! with a KV cache) after a warm-up, for N repetitions, and reports what it
-//! really did, each figure with how it was obtained.
+//! pocketbench-probe: the process that runs on a device. It loads a
+//! configuration's model file, runs the workload (prefill, then decode one
+//! token at a time with a KV cache) after a warm-up, for N repetitions, and
+//! reports what it really did, each figure with how it was obtained.
 //!
-//! On the host the probe runs as a child process of the sweep (see
-//! [`crate::runner`]), so one configuration's peak memory never leaks into the
-//! next; the model file is built beforehand ([`gguf`]), so the peak reflects
-//! loading and running the model as an app would, not generating weights.
+//! This crate is everything a device needs and nothing it does not: the
+//! timing loop ([`run`]), the engines ([`native`], [`engine`], the external
+//! tools), the kernels ([`kernels`]), the meters ([`meter`]), the spec and
+//! result it reads and writes ([`ProbeSpec`], [`ProbeResult`], versioned by
+//! [`SCHEMA`]) and the process's entry ([`entry`]). It depends on no CLI,
+//! TOML, plotting or database crate, so it builds as a small static
+//! executable for a phone (`cargo build -p pocketbench-probe --release
+//! --target aarch64-unknown-linux-musl`); the harness (`pocketbench`)
+//! depends on it, never the other way round. The vocabulary both share
+//! (shapes, quantization, workloads, units, ids) is `pocketbench-types`.
+//!
+//! On the host the probe runs as a child process of the sweep (the harness's
+//! runner), so one configuration's peak memory never leaks into the next; the
+//! model file is built beforehand ([`gguf`]), so the peak reflects loading
+//! and running the model as an app would, not generating weights.
+#![deny(missing_docs)]
 
 pub mod engine;
-mod external;
+pub mod entry;
+pub mod external;
 pub mod gguf;
 mod host;
+pub mod hostinfo;
+pub mod kernels;
 mod kind;
 #[cfg(feature = "llama")]
 pub mod llama;
+pub mod meter;
 pub mod native;
 mod spec;
+mod tools;
 
 pub use host::{BuildInfo, HostFacts};
 pub use kind::{Engine, EngineKind};
-pub use spec::{ProbeBandwidth, ProbeError, ProbeResult, ProbeSpec, Rep, MAX_REPS, PROBE_BANDWIDTH_BYTES};
+pub use spec::{
+    ProbeBandwidth, ProbeError, ProbeResult, ProbeSpec, Rep, SchemaError, MAX_REPS, PROBE_BANDWIDTH_BYTES, SCHEMA,
+};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -30,8 +49,8 @@ use candle_core::quantized::GgmlDType;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::arch::Shape;
 use crate::meter::MemoryStatus;
+use pocketbench_types::arch::Shape;
 
 fn prompt(spec: &ProbeSpec, n: u32) -> Vec<u32> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
@@ -104,6 +123,7 @@ fn measure(
     Ok((reps, peak))
 }
 
+#[cfg(feature = "candle-transformers")]
 fn measure_candle_transformers(
     spec: &ProbeSpec,
     energy: &mut Option<Box<dyn crate::meter::EnergyMeter>>,
@@ -131,8 +151,8 @@ pub fn run(
         return Err(ProbeError::Spec(spec.engine.unavailable_because()));
     }
     match spec.engine {
-        EngineKind::LlamaBench => return external::llama_bench(spec, energy_not_measured),
-        EngineKind::MnnLlmBench => return external::mnn_llm_bench(spec, energy_not_measured),
+        EngineKind::LlamaBench => return tools::llama_bench(spec, energy_not_measured),
+        EngineKind::MnnLlmBench => return tools::mnn_llm_bench(spec, energy_not_measured),
         _ => {}
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
@@ -156,7 +176,10 @@ pub fn run(
             };
             measure(spec, &mut m, first, &mut reload, &mut energy)?
         }
+        #[cfg(feature = "candle-transformers")]
         EngineKind::CandleTransformers => measure_candle_transformers(spec, &mut energy)?,
+        #[cfg(not(feature = "candle-transformers"))]
+        EngineKind::CandleTransformers => unreachable!("checked by available()"),
         #[cfg(feature = "llama")]
         EngineKind::LlamaCpp => {
             llama::with_engine(spec, |m, first, reload| measure(spec, m, first, reload, &mut energy))??
@@ -203,6 +226,7 @@ pub fn run(
     .chain(gguf::Storage::of(spec.shape.quant).ok().map(|st| ("weights".to_string(), st.describe(spec.shape.quant))))
     .collect();
     Ok(ProbeResult {
+        schema: SCHEMA,
         config_id: spec.shape.id(),
         engine: engine.name().into(),
         // After the load, which chose the kernel variants on the engine's threads.
@@ -250,5 +274,5 @@ pub fn model_file(shape: &Shape, cache: &Path) -> Result<PathBuf, gguf::GgufErro
 /// The weight seed of a shape: derived from its id, so the same shape always
 /// has the same weights on every machine.
 pub fn seed_of(shape: &Shape) -> u64 {
-    crate::fnv1a(shape.canonical().as_bytes())
+    pocketbench_types::fnv1a(shape.canonical().as_bytes())
 }

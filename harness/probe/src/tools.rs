@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{BuildInfo, EngineKind, HostFacts, ProbeError, ProbeResult, ProbeSpec, Rep};
+use super::{BuildInfo, EngineKind, HostFacts, ProbeError, ProbeResult, ProbeSpec, Rep, SCHEMA};
 use crate::external::{llama_bench, mnn_llm_bench};
 
 /// What an external run adds to the parts every external result shares.
@@ -33,6 +33,7 @@ fn result(spec: &ProbeSpec, p: Parts, energy_not_measured: Option<String>) -> Pr
         .map(|(k, v)| (k.to_string(), v))
         .collect();
     ProbeResult {
+        schema: SCHEMA,
         config_id: spec.shape.id(),
         engine: tool.into(),
         engine_version: p.engine_version,

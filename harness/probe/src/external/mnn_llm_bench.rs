@@ -20,7 +20,7 @@ use serde::Deserialize;
 pub use super::process::RunError;
 
 use super::process;
-use crate::arch::Shape;
+use pocketbench_types::arch::Shape;
 
 const TOOL: &str = "llm_bench";
 

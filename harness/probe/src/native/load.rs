@@ -9,8 +9,8 @@ use std::path::Path;
 
 use candle_core::quantized::{gguf_file, GgmlDType};
 
+use crate::engine::EngineError;
 use crate::kernels::{QMatrix, WeightType};
-use crate::probe::engine::EngineError;
 
 /// The decoder families the engine runs: the same block, with or without
 /// QK-norm, and each with llama.cpp's RoPE layout for it.

@@ -1,14 +1,21 @@
 //! The reference engine: candle-transformers' quantized Qwen3 or Llama
 //! (by the file's `general.architecture`) on the CPU, loading the GGUF that
-//! [`super::gguf`] wrote. Also the engine error type.
+//! [`super::gguf`] wrote (cargo feature `candle-transformers`, on by default;
+//! the static phone build leaves it out). Also the engine error type.
 
+#[cfg(feature = "candle-transformers")]
 use std::fs::File;
+#[cfg(feature = "candle-transformers")]
 use std::path::Path;
 
+#[cfg(feature = "candle-transformers")]
 use candle_core::quantized::gguf_file;
+#[cfg(feature = "candle-transformers")]
 use candle_core::{Device, Tensor};
+#[cfg(feature = "candle-transformers")]
 use candle_transformers::models::{quantized_llama, quantized_qwen3};
 
+#[cfg(feature = "candle-transformers")]
 /// A loaded model ready to run.
 pub enum CandleModel {
     /// `qwen3` files.
@@ -28,6 +35,7 @@ impl From<candle_core::Error> for EngineError {
     }
 }
 
+#[cfg(feature = "candle-transformers")]
 impl CandleModel {
     /// Load a GGUF file.
     pub fn load(path: &Path) -> Result<Self, EngineError> {
@@ -49,6 +57,7 @@ impl CandleModel {
     }
 }
 
+#[cfg(feature = "candle-transformers")]
 impl CandleModel {
     /// The last token's logits after running `tokens` at `offset`.
     pub fn logits(&mut self, tokens: &[u32], offset: usize) -> Result<Tensor, EngineError> {
@@ -61,6 +70,7 @@ impl CandleModel {
     }
 }
 
+#[cfg(feature = "candle-transformers")]
 impl super::Engine for CandleModel {
     fn reset(&mut self) -> Result<(), EngineError> {
         match self {
