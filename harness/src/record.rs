@@ -93,6 +93,15 @@ pub struct Record {
     /// taking power equal in both phases).
     #[serde(default)]
     pub prefill_energy_share: Option<f64>,
+    /// Measured average power of a run (gross: the whole device), W; absent
+    /// where energy was not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_power_w: Option<f64>,
+    /// Measured gross energy of a run (the whole device), J; where the idle
+    /// draw was measured, `energy_j_per_run` is this minus the idle draw
+    /// over the run's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_gross_j_per_run: Option<f64>,
     /// Share of the battery per run; null without a battery.
     pub battery_fraction_per_run: Option<f64>,
     /// Capability (higher is better).
@@ -220,6 +229,8 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
         energy_j_per_run_low: Some(p.energy_j_range[0]),
         energy_j_per_run_high: Some(p.energy_j_range[1]),
         prefill_energy_share: Some(p.prefill_energy_share),
+        avg_power_w: None,
+        energy_gross_j_per_run: None,
         battery_fraction_per_run: p.battery_fraction,
         capability: cap.score,
         capability_source: cap.source.clone(),
@@ -271,12 +282,11 @@ pub fn measured(
     let decode = series(|r| r.decode_tok_s)?;
     let prefill = series(|r| r.prefill_tok_s)?;
     let ttft = series(|r| r.ttft_s * 1e3)?;
+    // The probe's net figure; a result of an older probe has only each
+    // repetition's gross joules.
     let energies: Vec<f64> = probe.reps.iter().filter_map(|r| r.energy.as_ref().map(|e| e.joules)).collect();
-    let energy = (!energies.is_empty()).then(|| {
-        let mut e = energies.clone();
-        e.sort_by(f64::total_cmp);
-        e[e.len() / 2]
-    });
+    let energy =
+        probe.energy.energy_j_per_run.or_else(|| (!energies.is_empty()).then(|| crate::stats::median(&energies)));
     let bytes_per_token = crate::predict::predict(shape, acct, &device.model, &w).bytes_per_token;
     let achieved = bytes_per_token * decode.median;
     rec.provenance = Provenance::Measured;
@@ -325,10 +335,18 @@ pub fn measured(
             rec.energy_j_per_run = j;
             (rec.energy_j_per_run_low, rec.energy_j_per_run_high) = (None, None);
             rec.battery_fraction_per_run = device.model.battery_j.map(|b| j / b);
-            methods.insert(
-                "energy_j_per_run".into(),
-                format!("measured: {}", probe.methods.get("energy").cloned().unwrap_or_default()),
-            );
+            rec.avg_power_w = probe.energy.avg_power_w;
+            rec.energy_gross_j_per_run = probe.energy.energy_gross_j_per_run.or(Some(j));
+            let meter = probe.methods.get("energy").cloned().unwrap_or_default();
+            let how = probe.methods.get("energy_j_per_run").cloned().unwrap_or_else(|| "gross".into());
+            methods.insert("energy_j_per_run".into(), format!("measured: {meter}; {how}"));
+            methods.insert("energy_gross_j_per_run".into(), format!("measured: {meter}; median of the repetitions"));
+            if rec.avg_power_w.is_some() {
+                methods.insert(
+                    "avg_power_w".into(),
+                    format!("measured: {meter}; gross joules / seconds of each run, median"),
+                );
+            }
         }
         (None, why) => {
             methods.insert(
@@ -340,6 +358,9 @@ pub fn measured(
                 ),
             );
         }
+    }
+    if let Some(t) = probe.methods.get("thermal") {
+        methods.insert("thermal".into(), format!("measured: {t}"));
     }
     rec.methods = methods;
     rec.budgets = judge(rec.decode_tok_s, rec.peak_mem_increase_mb * 1e6, rec.energy_j_per_run, &device.budgets);

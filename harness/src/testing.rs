@@ -8,6 +8,7 @@ use crate::record::Record;
 pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
     ProbeResult {
         schema: crate::probe::SCHEMA,
+        energy: Default::default(),
         config_id: rec.config_id.clone(),
         engine: "candle".into(),
         engine_version: "test".into(),
@@ -24,6 +25,7 @@ pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
                 prefill_tok_s: 160.0,
                 decode_tok_s: *d,
                 energy: None,
+                thermal: None,
             })
             .collect(),
         baseline_rss_bytes: 1 << 20,

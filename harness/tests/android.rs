@@ -100,7 +100,17 @@ fn run_on_android_any_measures_through_the_pushed_probe_with_energy_from_the_rai
     assert!(method.starts_with("measured") && method.contains("power_supply"), "{method}");
     let rep = &r["measurement"]["probe"]["reps"][0]["energy"];
     let (j, s) = (rep["joules"].as_f64().unwrap(), rep["seconds"].as_f64().unwrap());
-    assert!((j / s / 2.5 - 1.0).abs() < 0.05, "average power {} W from a 2.5 W rail", j / s);
+    let power = r["avg_power_w"].as_f64().unwrap();
+    assert!((power / 2.5 - 1.0).abs() < 0.05, "average power {power} W from a 2.5 W rail");
+    // Gross: the rail's integral over the measured time; net: minus the
+    // idle draw, which on a constant rail is all of it.
+    let gross = r["energy_gross_j_per_run"].as_f64().unwrap();
+    assert!((gross - j).abs() < 1e-9 && (gross / (2.5 * s) - 1.0).abs() < 0.05, "{gross} J over {s} s");
+    let net = r["energy_j_per_run"].as_f64().unwrap();
+    assert!(net.abs() < 0.05 * gross, "net {net} J of a gross {gross} J on a constant rail");
+    let idle = &r["measurement"]["probe"]["idle_energy"];
+    assert!((idle["joules"].as_f64().unwrap() / idle["seconds"].as_f64().unwrap() / 2.5 - 1.0).abs() < 0.05);
+    assert!(r["methods"]["energy_j_per_run"].as_str().unwrap().contains("net: gross minus the idle draw"), "{r}");
     // Nothing is left on the phone but the probe and the model.
     let left: Vec<_> =
         std::fs::read_dir(d.path("/data/local/tmp/pocketbench")).unwrap().flatten().map(|e| e.file_name()).collect();
@@ -186,19 +196,100 @@ fn a_sweep_measures_on_the_phone_and_a_phone_that_drops_is_retried_then_recorded
     assert!(v["results"].as_array().unwrap().iter().all(|r| r["provenance"] == "predicted"));
 }
 
+/// `pocketbench run --json` of a one-layer shape at 16+8 on android-any.
+fn run_tiny(c: &mut std::process::Command, reps: u32) -> std::process::Output {
+    c.args(["run", "--hidden", "128", "--layers", "1", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
+        .args(["--vocab", "512", "--context", "256", "--device", "android-any", "--json"])
+        .args(["--prompt", "16", "--gen", "8", "--threads", "1", "--reps"])
+        .arg(reps.to_string())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_charging_phone_is_measured_without_energy_and_says_why() {
     let Some((d, server, data)) = connected_phone() else { return };
     d.write("/sys/class/power_supply/battery/status", "Charging\n");
-    let out = pocketbench(&server, data.path())
-        .args(["run", "--hidden", "128", "--layers", "1", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
-        .args(["--vocab", "512", "--context", "256", "--device", "android-any", "--json"])
-        .args(["--prompt", "16", "--gen", "8", "--reps", "1", "--threads", "1"])
-        .output()
-        .unwrap();
+    let out = run_tiny(&mut pocketbench(&server, data.path()), 1);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["provenance"], "measured");
     let method = r["methods"]["energy_j_per_run"].as_str().unwrap();
     assert!(method.starts_with("not measured") && method.contains("not discharging"), "{method}");
+}
+
+#[test]
+fn the_quick_sweep_measures_its_first_candidate_on_the_phone() {
+    let Some((_d, server, data)) = connected_phone() else { return };
+    let out = data.path().join("quick");
+    let run = pocketbench(&server, data.path())
+        .args(["sweep", "sweeps/quick.toml", "--devices", "android-any", "--measure", "1", "--quiet"])
+        .args(["--reps", "1", "--prompt", "32", "--gen", "8", "--threads", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v = results(&out);
+    let recs = v["results"].as_array().unwrap();
+    assert_eq!(recs.len(), 8, "the quick sweep's eight configurations, on the phone only");
+    let measured: Vec<_> = recs.iter().filter(|r| r["provenance"] == "measured").collect();
+    assert_eq!(measured.len(), 1, "{v}");
+    let r = measured[0];
+    assert_eq!(r["device"], "android-any");
+    assert!(r["decode_tok_s"].as_f64().unwrap() > 0.0 && r["avg_power_w"].as_f64().unwrap() > 2.0, "{r}");
+    assert!(v["failures"].as_array().unwrap().is_empty(), "{v}");
+}
+
+#[test]
+fn a_phone_that_stays_hot_is_waited_for_then_measured_and_marked_hot() {
+    let Some((d, server, data)) = connected_phone() else { return };
+    // android-any with a 2 s cooling timeout, and a phone stuck at 45 C.
+    let profiles = data.path().join("devices");
+    std::fs::create_dir(&profiles).unwrap();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../devices/android-any.toml");
+    let profile = std::fs::read_to_string(root).unwrap().replace("cool-timeout-s = 180", "cool-timeout-s = 2");
+    std::fs::write(profiles.join("android-any.toml"), profile).unwrap();
+    d.write("/sys/class/thermal/thermal_zone0/type", "cpu-1-0-usr\n");
+    d.write("/sys/class/thermal/thermal_zone0/temp", "45000\n");
+    let out = run_tiny(pocketbench(&server, data.path()).arg("--devices-dir").arg(&profiles), 2);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for rep in r["measurement"]["probe"]["reps"].as_array().unwrap() {
+        let t = &rep["thermal"];
+        assert_eq!(t["source"], "sysfs thermal_zone0 (cpu-1-0-usr)", "{r}");
+        assert_eq!(
+            (t["start_c"].as_f64(), t["end_c"].as_f64(), t["hot"].as_bool()),
+            (Some(45.0), Some(45.0), Some(true))
+        );
+        assert!(t["waited_s"].as_f64().unwrap() >= 2.0, "{t}");
+    }
+    let method = r["methods"]["thermal"].as_str().unwrap();
+    assert!(method.contains("cooled to 37 C (at most 2 s) before each; 2 repetition(s) started hot"), "{method}");
+}
+
+#[test]
+fn devices_lists_which_configured_phones_are_attached() {
+    let Some((d, server, data)) = connected_phone() else { return };
+    let out = pocketbench(&server, data.path()).args(["devices"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let serial = d.serial();
+    assert!(text.contains(&format!("phones over adb: {serial} (")), "{text}");
+    assert!(text.contains(&format!("android-any        measures {serial}")), "{text}");
+    assert!(text.contains("no serial set: put the attached phone's serial in its [transport] serial"), "{text}");
+    let out = pocketbench(&server, data.path()).args(["devices", "--json"]).output().unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let any = rows.as_array().unwrap().iter().find(|r| r["id"] == "android-any").unwrap();
+    assert_eq!(any["attached_serial"], serial.as_str(), "{any}");
+    let host = rows.as_array().unwrap().iter().find(|r| r["id"] == "host").unwrap();
+    assert!(host.get("attached_serial").is_none() && host.get("attached_why_not").is_none(), "{host}");
+    // The phone goes away: the profile says why it cannot measure.
+    d.kill();
+    let out = pocketbench(&server, data.path()).args(["devices", "--json"]).output().unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let any = rows.as_array().unwrap().iter().find(|r| r["id"] == "android-any").unwrap();
+    assert!(any["attached_why_not"].as_str().is_some(), "{any}");
+    // --offline asks nothing.
+    let out = pocketbench(&server, data.path()).args(["devices", "--offline"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("phones over adb"));
 }

@@ -15,7 +15,10 @@ fn fixture(name: &str) -> PathBuf {
 
 fn pb() -> Command {
     let mut c = Command::cargo_bin("pocketbench").unwrap();
-    c.current_dir(root()).env("POCKETBENCH_DATA_DIR", data_dir());
+    // No test here asks a real adb which phones are attached (that would
+    // start adb's server on its default port): tests/android.rs does, on a
+    // private one.
+    c.current_dir(root()).env("POCKETBENCH_DATA_DIR", data_dir()).env("ADB", "/nonexistent/adb");
     c
 }
 

@@ -31,6 +31,7 @@ fn measure_64_16(
         force: false,
         engine,
         engine_model,
+        cooling: None,
     };
     r.measure(&job).unwrap()
 }

@@ -17,7 +17,10 @@ fn root() -> PathBuf {
 /// data directory and a model cache of the test's own.
 fn pb(d: &Path) -> Command {
     let mut c = Command::cargo_bin("pocketbench").unwrap();
-    c.current_dir(root()).env("POCKETBENCH_DATA_DIR", d.join("data")).env("POCKETBENCH_CACHE", d.join("cache"));
+    c.current_dir(root())
+        .env("POCKETBENCH_DATA_DIR", d.join("data"))
+        .env("POCKETBENCH_CACHE", d.join("cache"))
+        .env("ADB", "/nonexistent/adb");
     c
 }
 

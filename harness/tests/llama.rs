@@ -27,6 +27,7 @@ fn llama_cpp_runs_the_exported_model() {
         force: false,
         engine: EngineKind::LlamaCpp,
         engine_model: None,
+        cooling: None,
     };
     let p = runner.measure(&job).unwrap();
     assert_eq!(p.engine, "llama.cpp");

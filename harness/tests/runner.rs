@@ -24,6 +24,7 @@ fn job(timeout: Duration) -> Job {
         force: false,
         engine: Default::default(),
         engine_model: None,
+        cooling: None,
     }
 }
 

@@ -76,6 +76,7 @@ fn bench(c: &mut Criterion) {
                 seed: 0,
                 engine: pocketbench_probe::EngineKind::LlamaCpp,
                 timeout_s: None,
+                cooling: None,
             };
             pocketbench_probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
         }

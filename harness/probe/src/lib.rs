@@ -20,6 +20,7 @@
 //! and running the model as an app would, not generating weights.
 #![deny(missing_docs)]
 
+pub mod energy;
 pub mod engine;
 pub mod entry;
 pub mod external;
@@ -33,6 +34,7 @@ pub mod llama;
 pub mod meter;
 pub mod native;
 mod spec;
+pub mod thermal;
 mod tools;
 
 pub use host::{BuildInfo, HostFacts};
@@ -80,30 +82,30 @@ pub fn decode_loop(m: &mut dyn Engine, next: &mut u32, offset: usize, gen: u32) 
     Ok(t.elapsed().as_secs_f64())
 }
 
-/// The engine-independent part of a probe: warm-up, timed repetitions with
-/// energy around each, the peak read before any reload, then the timed
-/// reloads that give the later repetitions their load time.
+/// The engine-independent part of a probe: warm-up, the idle draw, timed
+/// repetitions (each after cooling down where the spec asks, with energy
+/// and temperatures around it), the peak read before any reload, then the
+/// timed reloads that give the later repetitions their load time.
 fn measure(
     spec: &ProbeSpec,
     m: &mut dyn Engine,
     first_load_s: f64,
     reload: &mut dyn FnMut() -> Result<f64, engine::EngineError>,
-    energy: &mut Option<Box<dyn crate::meter::EnergyMeter>>,
+    energy: &mut energy::Session,
 ) -> Result<(Vec<Rep>, u64), ProbeError> {
     let tokens = prompt(spec, spec.workload.prompt);
     // Warm up with one short run so first-touch page faults and lazy
     // initialisation are not timed.
     run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4))?;
+    energy.idle(energy::IDLE_WINDOW);
+    let zones = thermal::zones_root();
     let mut reps = Vec::with_capacity(spec.reps as usize);
     for _ in 0..spec.reps {
-        if let Some(meter) = energy.as_mut() {
-            meter.start().map_err(|e| ProbeError::Spec(e.to_string()))?;
-        }
+        let mut heat = thermal::before_rep(&zones, spec.cooling, thermal::POLL);
+        energy.start();
         let (prefill_s, ttft_s, decode_s) = run_once(m, &tokens, spec.workload.gen)?;
-        let reading = match energy.as_mut() {
-            Some(meter) => Some(meter.stop().map_err(|e| ProbeError::Spec(e.to_string()))?),
-            None => None,
-        };
+        let reading = energy.stop();
+        thermal::after_rep(&zones, &mut heat);
         reps.push(Rep {
             load_s: Some(first_load_s),
             prefill_s,
@@ -112,6 +114,7 @@ fn measure(
             prefill_tok_s: spec.workload.prompt as f64 / prefill_s,
             decode_tok_s: spec.workload.gen as f64 / decode_s,
             energy: reading,
+            thermal: heat,
         });
     }
     // The peak is read before any reload: a second model in the process, or
@@ -124,10 +127,7 @@ fn measure(
 }
 
 #[cfg(feature = "candle-transformers")]
-fn measure_candle_transformers(
-    spec: &ProbeSpec,
-    energy: &mut Option<Box<dyn crate::meter::EnergyMeter>>,
-) -> Result<(Vec<Rep>, u64), ProbeError> {
+fn measure_candle_transformers(spec: &ProbeSpec, energy: &mut energy::Session) -> Result<(Vec<Rep>, u64), ProbeError> {
     let t = Instant::now();
     let mut m = engine::CandleModel::load(&spec.model)?;
     let first = t.elapsed().as_secs_f64();
@@ -143,7 +143,7 @@ fn measure_candle_transformers(
 /// each repetition's prefill + decode.
 pub fn run(
     spec: &ProbeSpec,
-    mut energy: Option<Box<dyn crate::meter::EnergyMeter>>,
+    meter: Option<Box<dyn crate::meter::EnergyMeter>>,
     energy_not_measured: Option<String>,
 ) -> Result<ProbeResult, ProbeError> {
     spec.validate()?;
@@ -157,7 +157,8 @@ pub fn run(
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
     let engine = spec.engine;
-    let (reps, peak) = match spec.engine {
+    let mut energy = energy::Session::new(meter, energy_not_measured);
+    let (mut reps, peak) = match spec.engine {
         EngineKind::Candle => {
             // No fallback: a file the native kernels do not run is refused,
             // never measured on a slower engine under this one's name.
@@ -190,11 +191,28 @@ pub fn run(
     };
     // After the peak was read (inside `measure`), so the buffer is not counted.
     let read_bandwidth = ProbeBandwidth::measure(spec.threads);
-    let energy_method = match (&energy, &energy_not_measured) {
-        (Some(m), _) => m.name(),
-        (None, Some(why)) => format!("not measured: {why}"),
-        (None, None) => "not measured".into(),
+    let energy_method = energy.method();
+    let (figures, energy_not_measured) = energy.finish(&mut reps);
+    let energy_method = match &energy_not_measured {
+        Some(why) => format!("not measured: {why}"),
+        None => energy_method,
     };
+    let net = figures.describe();
+    let hot = reps.iter().filter(|r| r.thermal.as_ref().is_some_and(|t| t.hot)).count();
+    let thermal_method = reps.iter().find_map(|r| r.thermal.as_ref()).map(|t| match spec.cooling {
+        Some(c) => format!(
+            "hottest of the thermal zones at the start and end of each repetition ({}); cooled to {} C (at most {} s) \
+             before each{}",
+            t.source,
+            c.cool_to_c,
+            c.timeout_s,
+            if hot > 0 { format!("; {hot} repetition(s) started hot after the timeout") } else { String::new() }
+        ),
+        None => format!(
+            "hottest of the thermal zones at the start and end of each repetition ({}); no cooling asked",
+            t.source
+        ),
+    });
     let methods = [
         ("load_s", "timer (std::time::Instant) around loading the GGUF; repetitions after the first time reloads made after the peak was read"),
         ("prefill_s", "timer around one forward pass over the whole prompt"),
@@ -212,6 +230,8 @@ pub fn run(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .chain(std::iter::once(("energy".to_string(), energy_method)))
+    .chain(net.map(|n| ("energy_j_per_run".to_string(), n)))
+    .chain(thermal_method.map(|t| ("thermal".to_string(), t)))
     .chain((engine == EngineKind::Candle).then(|| ("kernels".to_string(), crate::kernels::x8_choice().describe())))
     .chain(
         (engine == EngineKind::Candle && gguf::ggml_dtype(spec.shape.quant).ok() == Some(GgmlDType::Q4K)).then(|| {
@@ -239,7 +259,8 @@ pub fn run(
         peak_hwm_bytes: peak,
         peak_increase_bytes: peak.saturating_sub(baseline),
         model_file_bytes: std::fs::metadata(&spec.model).map_or(0, |m| m.len()),
-        energy_not_measured: if energy.is_none() { energy_not_measured.or(Some("no meter".into())) } else { None },
+        energy_not_measured,
+        energy: figures,
         read_bandwidth: Some(read_bandwidth),
         host: HostFacts::collect(),
         build: BuildInfo::current(),

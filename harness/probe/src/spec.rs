@@ -11,7 +11,9 @@ use pocketbench_types::workload::Workload;
 use serde::de::DeserializeOwned;
 
 use super::{engine, BuildInfo, EngineKind, HostFacts};
+use crate::energy::EnergyFigures;
 use crate::meter::EnergyReading;
+use crate::thermal::{Cooling, RepThermal};
 
 /// The version of the spec and result JSON. A probe refuses a spec, and a
 /// harness a result, of any other version: the two ends of a phone's adb
@@ -54,6 +56,9 @@ pub struct ProbeSpec {
     /// before it, so no orphan outlives a killed probe.
     #[serde(default)]
     pub timeout_s: Option<f64>,
+    /// Cool the device down before each repetition (a phone's `[thermal]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooling: Option<Cooling>,
 }
 
 /// One repetition.
@@ -73,8 +78,12 @@ pub struct Rep {
     pub prefill_tok_s: f64,
     /// Generated tokens / decode seconds.
     pub decode_tok_s: f64,
-    /// Energy of prefill + decode, when a meter is available.
+    /// Energy of prefill + decode (gross), when a meter is available.
     pub energy: Option<EnergyReading>,
+    /// The device's temperatures around the repetition, where it has
+    /// thermal zones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal: Option<RepThermal>,
 }
 
 /// Everything the probe measured.
@@ -107,6 +116,9 @@ pub struct ProbeResult {
     pub model_file_bytes: u64,
     /// Why energy was not measured, when it was not.
     pub energy_not_measured: Option<String>,
+    /// The idle draw, average power, gross and net energy per run.
+    #[serde(flatten)]
+    pub energy: EnergyFigures,
     /// Read bandwidth measured in the probe process right after the
     /// repetitions (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,6 +263,7 @@ mod tests {
             seed: 7,
             engine: EngineKind::Candle,
             timeout_s: None,
+            cooling: None,
         };
         let mut v = serde_json::to_value(&spec).unwrap();
         match schema {

@@ -34,6 +34,7 @@ fn result(spec: &ProbeSpec, p: Parts, energy_not_measured: Option<String>) -> Pr
         .collect();
     ProbeResult {
         schema: SCHEMA,
+        energy: Default::default(),
         config_id: spec.shape.id(),
         engine: tool.into(),
         engine_version: p.engine_version,
@@ -66,6 +67,7 @@ fn rep(spec: &ProbeSpec, prefill_tok_s: f64, decode_tok_s: f64, load_s: Option<f
         prefill_tok_s,
         decode_tok_s,
         energy: None,
+        thermal: None,
     }
 }
 

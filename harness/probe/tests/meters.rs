@@ -106,3 +106,62 @@ fn charging_battery_and_missing_trees_are_typed_absence() {
     assert!(matches!(e, MeterError::Unavailable(_)));
     assert!(e.to_string().starts_with("no RAPL powercap at"), "{e}");
 }
+
+/// A discharging battery reporting `current_now` and `voltage_now` as given.
+fn rail(current: &str, voltage: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bat = dir.path().join("battery");
+    std::fs::create_dir_all(&bat).unwrap();
+    put(&bat.join("type"), "Battery");
+    put(&bat.join("status"), "Discharging");
+    put(&bat.join("voltage_now"), voltage);
+    put(&bat.join("current_now"), current);
+    dir
+}
+
+#[test]
+fn milliamp_and_millivolt_drivers_and_positive_discharge_are_detected_not_assumed() {
+    // 2.5 W four ways: uA/uV negative (the kernel ABI since 2020), uA/uV
+    // positive (most phones), mA/uV and mA/mV (vendor fuel gauges).
+    for (current, voltage, says) in [
+        ("-625000", "4000000", "read as uA and uV, detected from the values; current negative while discharging"),
+        ("625000", "4000000", "read as uA and uV, detected from the values; current positive while discharging"),
+        ("625", "4000000", "read as mA and uV"),
+        ("-625", "4000", "read as mA and mV"),
+    ] {
+        let dir = rail(current, voltage);
+        let name = PowerSupplyMeter::discover(dir.path()).unwrap().name();
+        assert!(name.contains(says), "{current} {voltage}: {name}");
+        let (j, s, _) = measure(|c| PowerSupplyMeter::discover(dir.path()).unwrap().with_clock(c), 1.0, |_| {});
+        assert!((s - 1.0).abs() < 1e-9 && (j - 2.5).abs() < 1e-9, "{current} {voltage}: {j} J over {s} s");
+    }
+}
+
+#[test]
+fn a_charger_connected_mid_run_loses_the_reading_and_says_why() {
+    for (file, value, says) in [
+        ("status", "Charging", "status became `Charging` during the run"),
+        ("current_now", "450000", "the battery current reversed during the run"),
+    ] {
+        let dir = rail("-625000", "4000000");
+        let bat = dir.path().join("battery");
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(1.0, move |t: f64| {
+            if t >= 0.5 {
+                put(&bat.join(file), value);
+            }
+        }));
+        let mut m = PowerSupplyMeter::discover(dir.path()).unwrap().with_clock(clock);
+        m.start().unwrap();
+        thread::sleep(Duration::from_millis(30));
+        let e = m.stop().unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+    // A reversed reading within 10 mA of zero is noise, not a charger.
+    let dir = rail("-625000", "4000000");
+    let bat = dir.path().join("battery");
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(1.0, move |_| put(&bat.join("current_now"), "5000")));
+    let mut m = PowerSupplyMeter::discover(dir.path()).unwrap().with_clock(clock);
+    m.start().unwrap();
+    thread::sleep(Duration::from_millis(30));
+    assert!(m.stop().is_ok());
+}

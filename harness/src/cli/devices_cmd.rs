@@ -1,7 +1,8 @@
 //! `pocketbench devices`.
 
 use clap::Args;
-use pocketbench::device::Devices;
+use pocketbench::device::{Devices, Transport};
+use pocketbench::runner::attached::attached;
 use pocketbench::units::{Bandwidth, Energy};
 use serde::Serialize;
 
@@ -13,6 +14,10 @@ pub struct DevicesArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Do not ask adb which phones are attached (asking starts adb's server
+    /// when none runs, as `adb devices` does).
+    #[arg(long)]
+    pub offline: bool,
 }
 
 #[derive(Serialize)]
@@ -32,10 +37,28 @@ struct Row {
     budget_energy_j: Option<f64>,
     reference_prompt: u32,
     reference_gen: u32,
+    /// For an adb profile: the attached phone it measures, and its model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attached_serial: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attached_model: Option<String>,
+    /// For an adb profile: why it cannot measure now (not attached, not
+    /// authorized, several phones and no serial, adb missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attached_why_not: Option<String>,
 }
 
 /// Run `devices`.
 pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let attached = (!a.offline).then(|| {
+        pocketbench_runner_android::Adb::found("")
+            .map_err(|e| e.to_string())
+            .and_then(|adb| attached(devices.all(), &adb, std::time::Duration::from_secs(15)))
+    });
+    let attachment = |id: &str| match &attached {
+        Some(Ok(a)) => a.devices.iter().find(|d| d.device == id).cloned(),
+        _ => None,
+    };
     let rows: Vec<Row> = devices
         .all()
         .iter()
@@ -54,6 +77,12 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
             budget_energy_j: d.budgets.energy_j,
             reference_prompt: d.reference_workload.prompt,
             reference_gen: d.reference_workload.gen,
+            attached_serial: attachment(d.id()).and_then(|a| a.serial),
+            attached_model: attachment(d.id()).and_then(|a| a.model),
+            attached_why_not: match (&attached, &d.profile.transport) {
+                (Some(Err(e)), Transport::Adb { .. }) => Some(e.clone()),
+                _ => attachment(d.id()).and_then(|a| a.why_not),
+            },
         })
         .collect();
     if a.json {
@@ -84,6 +113,35 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
                 None => r.calibration.clone(),
             }
         );
+    }
+    match &attached {
+        None => {}
+        Some(Err(e)) => outln!("\nphones over adb: not asked ({e})"),
+        Some(Ok(a)) => {
+            let listed: Vec<String> = a
+                .listed
+                .iter()
+                .map(|(serial, state, model)| match model {
+                    Some(m) => format!("{serial} ({m}, {state})"),
+                    None => format!("{serial} ({state})"),
+                })
+                .collect();
+            outln!(
+                "\nphones over adb: {}",
+                if listed.is_empty() { "none attached".to_string() } else { listed.join(", ") }
+            );
+            for d in &a.devices {
+                match (&d.serial, &d.why_not) {
+                    (Some(serial), _) => outln!(
+                        "  {:<wid$} measures {serial}{}",
+                        d.device,
+                        d.model.as_ref().map_or(String::new(), |m| format!(" ({m})"))
+                    ),
+                    (None, Some(why)) => outln!("  {:<wid$} {why}", d.device),
+                    (None, None) => {}
+                }
+            }
+        }
     }
     if let Some(here) = devices.here() {
         outln!("\nthis machine: {} (fingerprint {})", here.describe(), here.fingerprint);

@@ -48,7 +48,7 @@ pub fn probe_path(profile: Option<&Path>) -> Result<PathBuf, String> {
         .map(PathBuf::from)
         .or_else(|| profile.map(Path::to_path_buf))
         .ok_or_else(|| {
-            "no probe for the phone: set POCKETBENCH_ANDROID_PROBE (or the profile's transport.probe) to a static AArch64 Linux build of pocketbench (README: \"Measuring on an Android phone\")".to_string()
+            "no probe for the phone: set POCKETBENCH_ANDROID_PROBE (or the profile's transport.probe) to a static AArch64 build of pocketbench-probe (`cargo build -p pocketbench-probe --profile phone --no-default-features --target aarch64-unknown-linux-musl`; README: \"Measuring on an Android phone\")".to_string()
         })?;
     if p.is_file() {
         Ok(p)
@@ -204,7 +204,7 @@ impl Runner for AndroidRunner {
             job.threads,
             quote(&format!("{REMOTE_ROOT}/probe")),
         );
-        let outcome = self.shell(&run, job.timeout + SHORT);
+        let outcome = self.shell(&run, job.limit() + SHORT);
         let result = match outcome {
             Err(f) => Err(f),
             Ok(out) if out.code == 0 => {

@@ -139,12 +139,12 @@ impl Runner for HostRunner {
             .spawn()
             .map_err(|e| Failure::Unavailable { reason: format!("cannot start {}: {e}", self.exe.display()) })?;
         let status =
-            match child.wait_timeout(job.timeout).map_err(|e| Failure::Unavailable { reason: e.to_string() })? {
+            match child.wait_timeout(job.limit()).map_err(|e| Failure::Unavailable { reason: e.to_string() })? {
                 Some(s) => s,
                 None => {
                     kill_group(&mut child);
                     let _ = child.wait();
-                    return Err(Failure::Timeout { seconds: job.timeout.as_secs_f64() });
+                    return Err(Failure::Timeout { seconds: job.limit().as_secs_f64() });
                 }
             };
         if !status.success() {

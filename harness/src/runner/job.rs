@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::Job;
 use crate::arch::Shape;
 use crate::device::Device;
+use crate::probe::thermal::Cooling;
 use crate::probe::{EngineKind, MAX_REPS};
 use crate::workload::Workload;
 
@@ -135,6 +136,10 @@ impl JobSettings {
             force: self.force,
             engine,
             engine_model,
+            cooling: device
+                .profile
+                .thermal
+                .map(|t| Cooling { cool_to_c: t.cool_to_c, timeout_s: t.cool_timeout_s as f64 }),
         })
     }
 }

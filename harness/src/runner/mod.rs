@@ -4,9 +4,10 @@
 //! the iOS runner (later) drives `devicectl` through its own crate.
 
 pub mod android;
+pub mod attached;
 mod host;
 mod job;
-pub mod thermal;
+pub use crate::probe::thermal;
 
 pub use android::AndroidRunner;
 pub use host::HostRunner;
@@ -42,9 +43,20 @@ pub struct Job {
     /// A model in the engine's own format to run instead of the GGUF the
     /// runner builds (MNN's `config.json` for `mnn-llm-bench`).
     pub engine_model: Option<std::path::PathBuf>,
+    /// Cool the device down before each repetition (the profile's
+    /// `[thermal]`, where it has one).
+    pub cooling: Option<crate::probe::thermal::Cooling>,
 }
 
 impl Job {
+    /// How long a runner waits for the probe: the timeout, plus what the
+    /// probe may spend waiting for the device to cool before each
+    /// repetition, which is not the configuration's fault.
+    pub fn limit(&self) -> Duration {
+        let cooling = self.cooling.map_or(0.0, |c| c.timeout_s.max(0.0) * self.reps as f64);
+        self.timeout + Duration::from_secs_f64(cooling)
+    }
+
     /// The probe's spec for this job, its model at `model` (a path on the
     /// machine that runs the probe, relative to its working folder or not).
     pub fn spec(&self, model: std::path::PathBuf) -> crate::probe::ProbeSpec {
@@ -58,6 +70,7 @@ impl Job {
             seed: crate::probe::seed_of(&self.shape),
             engine: self.engine,
             timeout_s: Some(self.timeout.as_secs_f64()),
+            cooling: self.cooling,
         }
     }
 }

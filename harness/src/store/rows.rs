@@ -61,6 +61,8 @@ pub(super) const RESULT_COLUMNS: &[&str] = &[
     "energy_j_per_run_high",
     "prefill_energy_share",
     "energy_certainty",
+    "avg_power_w",
+    "energy_gross_j_per_run",
 ];
 
 /// A unit-like enum's serde name ("pass", "measured").
@@ -151,6 +153,8 @@ pub(super) fn insert_record(
         rec.energy_j_per_run_high,
         rec.prefill_energy_share,
         e.certainty.map(Certainty::as_str),
+        rec.avg_power_w,
+        rec.energy_gross_j_per_run,
     ])
 }
 
@@ -273,5 +277,7 @@ pub(super) fn record_from_row(row: &Row, calibrations: &HashMap<i64, Calibration
         energy_j_per_run_low: row.get(42)?,
         energy_j_per_run_high: row.get(43)?,
         prefill_energy_share: row.get(44)?,
+        avg_power_w: row.get(46)?,
+        energy_gross_j_per_run: row.get(47)?,
     })
 }

@@ -4,10 +4,18 @@
 //! edited: a change is a new entry.
 
 /// The schema version this build writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// Migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+
+/// Version 3: a measured run's average power and gross energy (the net
+/// figure stays `energy_j_per_run`). Rows written before read them as
+/// unknown (null).
+const V3: &str = r#"
+ALTER TABLE results ADD COLUMN avg_power_w REAL;
+ALTER TABLE results ADD COLUMN energy_gross_j_per_run REAL;
+"#;
 
 /// Version 2: the range of a prediction's time to first token and energy
 /// that the device's prior parameters allow, the share of the run's energy

@@ -16,7 +16,7 @@ mod sampler;
 pub use battery::BatteryMeter;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use memory::{parse_status, MemoryStatus};
-pub use power_supply::PowerSupplyMeter;
+pub use power_supply::{PowerSupplyMeter, Rail};
 pub use rapl::RaplMeter;
 
 use std::path::Path;
