@@ -68,5 +68,5 @@ run preset="mnn-pocket-0.3b" engine="candle":
 # gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user.
 test-aarch64:
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
-    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu" POCKETBENCH_EXPECT_DOTPROD=1 \
     sh -c 'cargo test -p pocketbench-probe --target aarch64-unknown-linux-gnu --lib kernels && cargo test -p pocketbench-probe --target aarch64-unknown-linux-gnu --test native'

@@ -205,3 +205,17 @@ fn every_tile_kernel_matches_the_portable_kernel_token_by_token() {
         }
     }
 }
+
+/// The `sdot` variant is offered exactly where the CPU has the dot-product
+/// extension; `.ci/run` runs these tests under `qemu-aarch64 -cpu max` with
+/// `POCKETBENCH_EXPECT_DOTPROD=1`, so the comparison above covers it there
+/// rather than skipping it unseen.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn the_dotprod_variant_is_offered_where_the_cpu_has_sdot() {
+    let has = std::arch::is_aarch64_feature_detected!("dotprod");
+    assert_eq!(X8::NeonDot.supported(), has && isa() == Isa::Neon);
+    if std::env::var_os("POCKETBENCH_EXPECT_DOTPROD").is_some() {
+        assert!(X8::NeonDot.supported(), "this CPU (or emulator) has no dot-product extension");
+    }
+}

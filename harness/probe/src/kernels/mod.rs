@@ -242,6 +242,9 @@ unsafe fn x8_with<const MIN: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut
         #[cfg(target_arch = "aarch64")]
         // SAFETY: NEON is part of the AArch64 baseline; lengths as the caller guarantees.
         X8::Neon if !MIN => unsafe { neon::dot_q4_0x8(group, x, out) },
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: the dot-product extension detected (`supported`); lengths as the caller guarantees.
+        X8::NeonDot => unsafe { neon::dot_q4x8_dotprod::<MIN>(group, x, out) },
         _ => scalar::dot_q4x8::<MIN>(group, x, out),
     }
 }

@@ -1,9 +1,15 @@
 //! NEON kernels (AArch64: every Android and iOS phone the study targets).
 //! The block products follow llama.cpp's `ggml_vec_dot_q4_0_q8_0` without the
 //! dot-product extension: widening `smull`/`smlal` of signed bytes into i16,
-//! pairwise-added into i32 (`sdot` would be faster on the phones that have it,
-//! but its Rust intrinsics are not stable). NEON is part of the AArch64
-//! baseline, so nothing is detected at run time.
+//! pairwise-added into i32. NEON is part of the AArch64 baseline.
+//!
+//! The interleaved 4-bit kernel (decode's hot loop, Q4_0 and Q4_1) also has
+//! a `sdot` variant ([`dot_q4x8_dotprod`], `neon-dotprod`): the phones have
+//! the dot-product extension (Armv8.2 `FEAT_DotProd`; every Snapdragon 8 and
+//! Apple A-series core since 2017-18), whose Rust intrinsics are not stable,
+//! so it is one `asm!` instruction. It runs only where
+//! `is_aarch64_feature_detected!("dotprod")` says so, and the start-up timing
+//! ([`super::select`]) keeps it only when it is the fastest variant.
 //!
 //! The block products, activation quantization and f16 conversion have NEON
 //! code here; the f32 helpers (dot, axpy, softmax, SwiGLU) are the portable
@@ -183,5 +189,81 @@ pub(super) unsafe fn f16_to_f32_slice(src: &[u16], dst: &mut [f32]) {
             vst1q_f32(d.as_mut_ptr(), lo);
             vst1q_f32(d.as_mut_ptr().add(4), hi);
         }
+    }
+}
+
+/// `sdot`: each i32 lane of `acc` plus the four products of the matching
+/// four signed bytes of `a` and `b` (the Armv8.2 dot-product extension,
+/// `FEAT_DotProd`). Stable Rust has no intrinsic for it, so it is one
+/// instruction of inline assembly.
+#[inline]
+#[target_feature(enable = "neon,dotprod")]
+fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+    let mut acc = acc;
+    // SAFETY: `sdot` reads and writes only the three vector registers named;
+    // this function's `dotprod` target feature means it only runs where the
+    // instruction exists.
+    unsafe {
+        std::arch::asm!(
+            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
+            acc = inout(vreg) acc,
+            a = in(vreg) a,
+            b = in(vreg) b,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+    }
+    acc
+}
+
+/// Eight interleaved Q4_0 (`MIN` false) or Q4_1 rows with `sdot`: the
+/// layout of [`dot_q4_0x8`] is four bytes of four rows per 16-byte load,
+/// and `sdot` against four activation bytes broadcast adds exactly those
+/// four products into each row's lane, so one instruction replaces the
+/// widening multiplies and pairwise adds of the baseline kernel. Nibbles
+/// stay unsigned; Q4_0 subtracts `8 * sum(y)` once per block and Q4_1 adds
+/// `m * d_y * sum(y)`.
+///
+/// # Safety
+/// The CPU must have NEON and the dot-product extension, and
+/// `group.len() == x.len() * 8 * (20 if MIN else 18)`.
+#[target_feature(enable = "neon,dotprod")]
+pub(super) unsafe fn dot_q4x8_dotprod<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    // SAFETY: NEON and dotprod as the caller guarantees, and the group holds
+    // `x.len()` block columns of `bb` bytes; every offset below stays inside.
+    unsafe {
+        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+        let lo = vdupq_n_u8(0x0f);
+        let (mut acc0, mut acc1) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
+        let p = group.as_ptr();
+        for (b, y) in x.iter().enumerate() {
+            let blk = p.add(b * bb);
+            let (d0, d1) = halves_to_f32(vld1q_u16(blk as *const u16));
+            let yq = y.qs.as_ptr() as *const i32;
+            let (mut s03, mut s47) = (vdupq_n_s32(0), vdupq_n_s32(0));
+            for m in 0..4 {
+                let yl = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(m)));
+                let yh = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(4 + m)));
+                let p03 = vld1q_u8(blk.add(at + 32 * m));
+                let p47 = vld1q_u8(blk.add(at + 32 * m + 16));
+                s03 = sdot(s03, vreinterpretq_s8_u8(vandq_u8(p03, lo)), yl);
+                s03 = sdot(s03, vreinterpretq_s8_u8(vshrq_n_u8::<4>(p03)), yh);
+                s47 = sdot(s47, vreinterpretq_s8_u8(vandq_u8(p47, lo)), yl);
+                s47 = sdot(s47, vreinterpretq_s8_u8(vshrq_n_u8::<4>(p47)), yh);
+            }
+            if !MIN {
+                let bias = vdupq_n_s32(8 * y.sum);
+                (s03, s47) = (vsubq_s32(s03, bias), vsubq_s32(s47, bias));
+            }
+            acc0 = vfmaq_f32(acc0, vmulq_n_f32(d0, y.d), vcvtq_f32_s32(s03));
+            acc1 = vfmaq_f32(acc1, vmulq_n_f32(d1, y.d), vcvtq_f32_s32(s47));
+            if MIN {
+                let (m0, m1) = halves_to_f32(vld1q_u16(blk.add(16) as *const u16));
+                let ys = y.d * y.sum as f32;
+                acc0 = vfmaq_n_f32(acc0, m0, ys);
+                acc1 = vfmaq_n_f32(acc1, m1, ys);
+            }
+        }
+        vst1q_f32(out.as_mut_ptr(), acc0);
+        vst1q_f32(out.as_mut_ptr().add(4), acc1);
     }
 }

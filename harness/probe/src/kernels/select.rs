@@ -18,6 +18,8 @@ pub enum X8 {
     Portable,
     /// AArch64 NEON.
     Neon,
+    /// AArch64 NEON with the dot-product extension (`sdot`).
+    NeonDot,
     /// x86-64 AVX2 (`maddubs`).
     Avx2,
     /// x86-64 AVX-VNNI (256-bit `vpdpbusd`).
@@ -32,6 +34,7 @@ impl X8 {
         match self {
             X8::Portable => "portable",
             X8::Neon => "neon",
+            X8::NeonDot => "neon-dotprod",
             X8::Avx2 => "avx2",
             X8::AvxVnni => "avx-vnni",
             X8::Avx512Vnni => "avx512-vnni",
@@ -43,6 +46,8 @@ impl X8 {
         match (self, isa()) {
             (X8::Portable, _) => true,
             (X8::Neon, Isa::Neon) => true,
+            #[cfg(target_arch = "aarch64")]
+            (X8::NeonDot, Isa::Neon) => std::arch::is_aarch64_feature_detected!("dotprod"),
             #[cfg(target_arch = "x86_64")]
             (X8::Avx2, Isa::Avx2) => true,
             #[cfg(target_arch = "x86_64")]
@@ -60,7 +65,7 @@ impl X8 {
 }
 
 /// Every variant, in order of preference when timings tie.
-pub const X8_VARIANTS: [X8; 5] = [X8::Portable, X8::Neon, X8::Avx2, X8::AvxVnni, X8::Avx512Vnni];
+pub const X8_VARIANTS: [X8; 6] = [X8::Portable, X8::Neon, X8::NeonDot, X8::Avx2, X8::AvxVnni, X8::Avx512Vnni];
 
 /// The variants chosen, and how.
 #[derive(Debug, Clone, PartialEq)]
