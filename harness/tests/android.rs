@@ -293,3 +293,56 @@ fn devices_lists_which_configured_phones_are_attached() {
     let out = pocketbench(&server, data.path()).args(["devices", "--offline"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("phones over adb"));
 }
+
+/// Whether this machine's kernel runs AArch64 executables through
+/// qemu-aarch64 (a `binfmt_misc` entry for the AArch64 ELF header, as
+/// `.ci/run` registers where it may).
+fn binfmt_aarch64() -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc/sys/fs/binfmt_misc") else { return false };
+    entries.flatten().any(|e| {
+        std::fs::read_to_string(e.path())
+            .is_ok_and(|t| t.starts_with("enabled") && t.contains("magic 7f454c460201010000000000000000000200b700"))
+    })
+}
+
+/// The static AArch64 probe, the very file a phone gets, measured through
+/// the real runner and adb on an emulated arm64 phone. `.ci/run` builds it
+/// and names it in `POCKETBENCH_STATIC_PROBE`; the emulated phone's
+/// commands run on this host's kernel, which runs AArch64 executables
+/// through qemu-aarch64 registered with `binfmt_misc` (a phone's kernel
+/// runs them natively). Without either it says so and passes.
+#[test]
+fn the_static_aarch64_probe_measures_on_an_arm64_phone() {
+    let Some(probe) = std::env::var_os("POCKETBENCH_STATIC_PROBE") else {
+        eprintln!("SKIPPED: POCKETBENCH_STATIC_PROBE is not set (.ci/run builds the static AArch64 probe and sets it)");
+        return;
+    };
+    if !binfmt_aarch64() {
+        eprintln!("SKIPPED: this kernel has no binfmt_misc entry running AArch64 executables through qemu-aarch64");
+        return;
+    }
+    if !tools() {
+        return;
+    }
+    let d = Adbd::start(Phone { abi: "arm64-v8a".into(), ..Phone::default() }).unwrap();
+    on_battery(&d);
+    let server = Server::new();
+    server.adb.connect(&d.serial(), Duration::from_secs(20)).unwrap().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let out = pocketbench(&server, data.path())
+        .env("POCKETBENCH_ANDROID_PROBE", &probe)
+        .args(["run", "--preset", "smollm2-135m", "--device", "android-any", "--json"])
+        .args(["--prompt", "16", "--gen", "8", "--reps", "1", "--threads", "2", "--timeout", "900"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["provenance"], "measured", "{r}");
+    let probe = &r["measurement"]["probe"];
+    assert_eq!(probe["build"]["target"], "aarch64-unknown-linux-musl", "{r}");
+    assert_eq!(probe["host"]["isa"], "neon", "{r}");
+    assert!(r["decode_tok_s"].as_f64().unwrap() > 0.0 && r["peak_mem_increase_mb"].as_f64().unwrap() > 10.0, "{r}");
+    let power = r["avg_power_w"].as_f64().unwrap();
+    assert!((power / 2.5 - 1.0).abs() < 0.05, "average power {power} W from a 2.5 W rail");
+    eprintln!("static AArch64 probe on the emulated arm64 phone: {}", probe["methods"]["kernels"]);
+}
