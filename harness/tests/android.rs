@@ -197,11 +197,12 @@ fn a_sweep_measures_on_the_phone_and_a_phone_that_drops_is_retried_then_recorded
 }
 
 /// `pocketbench run --json` of a one-layer shape at 16+8 on android-any.
-fn run_tiny(c: &mut std::process::Command, reps: u32) -> std::process::Output {
+fn run_tiny(c: &mut std::process::Command, reps: u32, extra: &[&str]) -> std::process::Output {
     c.args(["run", "--hidden", "128", "--layers", "1", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
         .args(["--vocab", "512", "--context", "256", "--device", "android-any", "--json"])
         .args(["--prompt", "16", "--gen", "8", "--threads", "1", "--reps"])
         .arg(reps.to_string())
+        .args(extra)
         .output()
         .unwrap()
 }
@@ -210,7 +211,7 @@ fn run_tiny(c: &mut std::process::Command, reps: u32) -> std::process::Output {
 fn a_charging_phone_is_measured_without_energy_and_says_why() {
     let Some((d, server, data)) = connected_phone() else { return };
     d.write("/sys/class/power_supply/battery/status", "Charging\n");
-    let out = run_tiny(&mut pocketbench(&server, data.path()), 1);
+    let out = run_tiny(&mut pocketbench(&server, data.path()), 1, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["provenance"], "measured");
@@ -240,18 +241,25 @@ fn the_quick_sweep_measures_its_first_candidate_on_the_phone() {
     assert!(v["failures"].as_array().unwrap().is_empty(), "{v}");
 }
 
+/// A profile folder holding android-any with `from` replaced by `to`.
+fn android_any_as(dir: &std::path::Path, from: &str, to: &str) -> std::path::PathBuf {
+    let profiles = dir.join("devices");
+    std::fs::create_dir(&profiles).unwrap();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../devices/android-any.toml");
+    let text = std::fs::read_to_string(root).unwrap();
+    assert!(text.contains(from), "android-any.toml has no `{from}`");
+    std::fs::write(profiles.join("android-any.toml"), text.replace(from, to)).unwrap();
+    profiles
+}
+
 #[test]
 fn a_phone_that_stays_hot_is_waited_for_then_measured_and_marked_hot() {
     let Some((d, server, data)) = connected_phone() else { return };
     // android-any with a 2 s cooling timeout, and a phone stuck at 45 C.
-    let profiles = data.path().join("devices");
-    std::fs::create_dir(&profiles).unwrap();
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../devices/android-any.toml");
-    let profile = std::fs::read_to_string(root).unwrap().replace("cool-timeout-s = 180", "cool-timeout-s = 2");
-    std::fs::write(profiles.join("android-any.toml"), profile).unwrap();
+    let profiles = android_any_as(data.path(), "cool-timeout-s = 180", "cool-timeout-s = 2");
     d.write("/sys/class/thermal/thermal_zone0/type", "cpu-1-0-usr\n");
     d.write("/sys/class/thermal/thermal_zone0/temp", "45000\n");
-    let out = run_tiny(pocketbench(&server, data.path()).arg("--devices-dir").arg(&profiles), 2);
+    let out = run_tiny(pocketbench(&server, data.path()).arg("--devices-dir").arg(&profiles), 2, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for rep in r["measurement"]["probe"]["reps"].as_array().unwrap() {
@@ -345,4 +353,41 @@ fn the_static_aarch64_probe_measures_on_an_arm64_phone() {
     let power = r["avg_power_w"].as_f64().unwrap();
     assert!((power / 2.5 - 1.0).abs() < 0.05, "average power {power} W from a 2.5 W rail");
     eprintln!("static AArch64 probe on the emulated arm64 phone: {}", probe["methods"]["kernels"]);
+}
+
+#[test]
+fn a_probe_that_hangs_on_the_phone_is_killed_there_at_the_timeout() {
+    if !tools() {
+        return;
+    }
+    let hang = vec![("POCKETBENCH_FAULT".to_string(), "hang".to_string())];
+    let d = Adbd::start(Phone { env: hang, ..Phone::default() }).unwrap();
+    on_battery(&d);
+    let server = Server::new();
+    server.adb.connect(&d.serial(), Duration::from_secs(20)).unwrap().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    // No cooling wait, so the runner's limit is the timeout (plus adb's margin).
+    let profiles =
+        android_any_as(data.path(), "cool-to-c = 37.0\ncool-timeout-s = 180", "cool-to-c = 37.0\ncool-timeout-s = 0");
+    let out = run_tiny(pocketbench(&server, data.path()).arg("--devices-dir").arg(&profiles), 1, &["--timeout", "3"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("timed out"), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(120), "{:?}", started.elapsed());
+    // No probe is left running on the phone, and its job folder is gone.
+    let probe = d.path("/data/local/tmp/pocketbench/probe").display().to_string();
+    let running = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).starts_with(&probe))
+        })
+    };
+    let t = std::time::Instant::now();
+    while running() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!running(), "the hung probe still runs on the phone");
+    let left: Vec<_> =
+        std::fs::read_dir(d.path("/data/local/tmp/pocketbench")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.iter().all(|n| n == "probe" || n == "models"), "{left:?}");
 }

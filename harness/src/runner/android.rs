@@ -198,13 +198,21 @@ impl Runner for AndroidRunner {
         self.push(&spec_path, &format!("{job_dir}/spec.json"), SHORT)?;
 
         let pin = self.cpu_mask.as_ref().map_or(String::new(), |m| format!("taskset {} ", quote(m)));
+        // The probe runs as a background job whose pid is kept, so a run
+        // that outlives its limit can be killed on the phone: killing the
+        // local adb client ends the stream, not the phone's process, which
+        // would otherwise run on beside the next job's measurement.
         let run = format!(
-            "cd {} && RAYON_NUM_THREADS={} {pin}{} probe --spec spec.json --out result.json.part && mv result.json.part result.json",
+            "cd {} && {{ RAYON_NUM_THREADS={} {pin}{} probe --spec spec.json --out result.json.part & echo $! > probe.pid; wait $!; }} && mv result.json.part result.json",
             quote(&job_dir),
             job.threads,
             quote(&format!("{REMOTE_ROOT}/probe")),
         );
         let outcome = self.shell(&run, job.limit() + SHORT);
+        if matches!(outcome, Err(Failure::Timeout { .. })) {
+            let pid = quote(&format!("{job_dir}/probe.pid"));
+            let _ = self.shell(&format!("kill -9 \"$(cat {pid})\" 2>/dev/null"), SHORT);
+        }
         let result = match outcome {
             Err(f) => Err(f),
             Ok(out) if out.code == 0 => {

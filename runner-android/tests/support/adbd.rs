@@ -55,6 +55,9 @@ pub struct Phone {
     /// ro.product.cpu.abi: this host's architecture by default, since the
     /// emulated phone runs host executables.
     pub abi: String,
+    /// Extra environment of every command the phone runs (a test's fault
+    /// injection, as a phone's own environment would carry it).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Phone {
@@ -65,6 +68,7 @@ impl Default for Phone {
             device: "pocketemu".into(),
             authorized: true,
             abi: if cfg!(target_arch = "aarch64") { "arm64-v8a" } else { "x86_64" }.into(),
+            env: Vec::new(),
         }
     }
 }
@@ -235,9 +239,9 @@ fn serve(conn: TcpStream, phone: &Phone, root: &Path, dead: &AtomicBool) -> std:
                 let my_id = next_id.fetch_add(1, Ordering::SeqCst);
                 let (tx, rx) = channel();
                 streams.lock().unwrap().insert(my_id, tx);
-                let (w, root, streams) = (writer.clone(), root.to_path_buf(), streams.clone());
+                let (w, root, streams, env) = (writer.clone(), root.to_path_buf(), streams.clone(), phone.env.clone());
                 std::thread::spawn(move || {
-                    let _ = stream(&w, my_id, host_id, &service, &root, rx);
+                    let _ = stream(&w, my_id, host_id, &service, &root, &env, rx);
                     streams.lock().unwrap().remove(&my_id);
                 });
             }
@@ -314,13 +318,21 @@ impl Stream<'_> {
     }
 }
 
-fn stream(w: &Writer, me: u32, host: u32, service: &str, root: &Path, rx: Receiver<ToStream>) -> std::io::Result<()> {
+fn stream(
+    w: &Writer,
+    me: u32,
+    host: u32,
+    service: &str,
+    root: &Path,
+    env: &[(String, String)],
+    rx: Receiver<ToStream>,
+) -> std::io::Result<()> {
     let mut s = Stream { w, me, host, rx, pending: Vec::new(), closed: false };
     if let Some(rest) = service.strip_prefix("shell,v2,") {
         // Options (`raw`, `pty`, `TERM=…`) before the first `:`.
         let cmd = rest.split_once(':').map_or("", |(_, c)| c);
         send(w, A_OKAY, me, host, &[])?;
-        let out = run(cmd, root)?;
+        let out = run(cmd, root, env)?;
         let mut packets = Vec::new();
         for (id, bytes) in [(1u8, &out.stdout), (2u8, &out.stderr)] {
             if !bytes.is_empty() {
@@ -333,7 +345,7 @@ fn stream(w: &Writer, me: u32, host: u32, service: &str, root: &Path, rx: Receiv
         s.write(&packets)?;
     } else if let Some(cmd) = service.strip_prefix("shell:") {
         send(w, A_OKAY, me, host, &[])?;
-        let out = run(cmd, root)?;
+        let out = run(cmd, root, env)?;
         let mut all = out.stdout;
         all.extend(out.stderr);
         s.write(&all)?;
@@ -355,8 +367,9 @@ fn map(text: &str, root: &Path) -> String {
     text.replace("/data/local/tmp", &format!("{r}/data/local/tmp")).replace("/sys/", &format!("{r}/sys/"))
 }
 
-fn run(cmd: &str, root: &Path) -> std::io::Result<std::process::Output> {
+fn run(cmd: &str, root: &Path, env: &[(String, String)]) -> std::io::Result<std::process::Output> {
     std::process::Command::new("mksh")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .arg("-c")
         .arg(map(cmd, root))
         .current_dir(root)
