@@ -35,6 +35,7 @@ pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
         energy_not_measured: Some("no meter here".into()),
         read_bandwidth: None,
         host: HostFacts::collect(),
+        device_props: Default::default(),
         build: BuildInfo::current(),
         methods: Default::default(),
     }

@@ -111,6 +111,10 @@ fn run_on_android_any_measures_through_the_pushed_probe_with_energy_from_the_rai
     let idle = &r["measurement"]["probe"]["idle_energy"];
     assert!((idle["joules"].as_f64().unwrap() / idle["seconds"].as_f64().unwrap() / 2.5 - 1.0).abs() < 0.05);
     assert!(r["methods"]["energy_j_per_run"].as_str().unwrap().contains("net: gross minus the idle draw"), "{r}");
+    // What the runner read of the phone, beside the probe's own facts.
+    let props = &r["measurement"]["probe"]["device_props"];
+    assert_eq!(props["android.model"], "Pocket Emulated Phone", "{props}");
+    assert_eq!(props["android.serial"], d.serial().as_str(), "{props}");
     // Nothing is left on the phone but the probe and the model.
     let left: Vec<_> =
         std::fs::read_dir(d.path("/data/local/tmp/pocketbench")).unwrap().flatten().map(|e| e.file_name()).collect();
@@ -259,6 +263,9 @@ fn a_phone_that_stays_hot_is_waited_for_then_measured_and_marked_hot() {
     let profiles = android_any_as(data.path(), "cool-timeout-s = 180", "cool-timeout-s = 2");
     d.write("/sys/class/thermal/thermal_zone0/type", "cpu-1-0-usr\n");
     d.write("/sys/class/thermal/thermal_zone0/temp", "45000\n");
+    // Two CPUs' clusters, as a phone's sysfs gives them.
+    d.write("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "3532800\n");
+    d.write("/sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_max_freq", "4320000\n");
     let out = run_tiny(pocketbench(&server, data.path()).arg("--devices-dir").arg(&profiles), 2, &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -271,6 +278,7 @@ fn a_phone_that_stays_hot_is_waited_for_then_measured_and_marked_hot() {
         );
         assert!(t["waited_s"].as_f64().unwrap() >= 2.0, "{t}");
     }
+    assert_eq!(r["measurement"]["probe"]["host"]["cpu_max_khz"], serde_json::json!([3532800, 4320000]), "{r}");
     let method = r["methods"]["thermal"].as_str().unwrap();
     assert!(method.contains("cooled to 37 C (at most 2 s) before each; 2 repetition(s) started hot"), "{method}");
 }
@@ -390,4 +398,20 @@ fn a_probe_that_hangs_on_the_phone_is_killed_there_at_the_timeout() {
     let left: Vec<_> =
         std::fs::read_dir(d.path("/data/local/tmp/pocketbench")).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(left.iter().all(|n| n == "probe" || n == "models"), "{left:?}");
+}
+
+#[test]
+fn a_remote_phone_named_by_host_and_port_is_connected_by_the_runner() {
+    if !tools() {
+        return;
+    }
+    let d = Adbd::start(Phone::default()).unwrap();
+    on_battery(&d);
+    let server = Server::new(); // adb lists nothing: nobody ran `adb connect`
+    let data = tempfile::tempdir().unwrap();
+    let profiles = android_any_as(data.path(), "serial = \"\"", &format!("serial = \"{}\"", d.serial()));
+    let out = run_tiny(pocketbench(&server, data.path()).arg("--devices-dir").arg(&profiles), 1, &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["measurement"]["probe"]["device_props"]["android.serial"], d.serial().as_str(), "{r}");
 }

@@ -32,6 +32,13 @@ pub struct HostFacts {
     /// The caches of the first CPU (sysfs).
     #[serde(default)]
     pub caches: Vec<Cache>,
+    /// Each CPU's highest frequency, kHz, in CPU order (sysfs
+    /// `cpufreq/cpuinfo_max_freq`): a phone's clusters, prime core first
+    /// or last. Empty where the kernel has no cpufreq (most VMs). Not part
+    /// of the fingerprint: a governor may cap it without the machine
+    /// changing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_max_khz: Vec<u64>,
     /// Installed memory, bytes.
     pub memory_bytes: u64,
     /// Memory available at the start, bytes.
@@ -96,6 +103,7 @@ impl HostFacts {
             logical_cpus: sys.as_ref().map_or(0, |s| s.cpus().len()),
             physical_cores: sysinfo::System::physical_core_count().ok(),
             caches: caches(),
+            cpu_max_khz: max_frequencies(&crate::meter::sysfs_root().join("sys/devices/system/cpu")),
             memory_bytes: sys.as_ref().map_or(0, |s| s.total_memory()),
             available_bytes: sys.as_ref().map_or(0, |s| s.available_memory()),
             isa: crate::kernels::isa().name().into(),
@@ -163,6 +171,25 @@ fn caches() -> Vec<Cache> {
         .collect();
     out.sort_by(|a, b| (a.level, &a.kind).cmp(&(b.level, &b.kind)));
     out
+}
+
+/// Each `cpuN/cpufreq/cpuinfo_max_freq` under `root`, by N; empty when any
+/// CPU lacks one (a partial list would misplace the clusters).
+fn max_frequencies(root: &std::path::Path) -> Vec<u64> {
+    let Ok(dir) = std::fs::read_dir(root) else { return Vec::new() };
+    let mut cpus: Vec<(u32, std::path::PathBuf)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().strip_prefix("cpu")?.parse().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    cpus.sort();
+    let freqs: Option<Vec<u64>> = cpus
+        .iter()
+        .map(|(_, p)| std::fs::read_to_string(p.join("cpufreq/cpuinfo_max_freq")).ok()?.trim().parse().ok())
+        .collect();
+    freqs.unwrap_or_default()
 }
 
 /// `48K`, `2048K`, `32M` as sysfs writes cache sizes.
@@ -260,6 +287,25 @@ mod tests {
             change(&mut c);
             assert_ne!(c.fingerprint_of(), a.fingerprint, "{c:?}");
         }
+    }
+
+    #[test]
+    fn max_frequencies_in_cpu_order_and_none_when_one_is_missing() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(max_frequencies(d.path()).is_empty());
+        for (n, khz) in [(0, "3532800"), (1, "3532800"), (10, "4320000"), (2, "4320000")] {
+            let f = d.path().join(format!("cpu{n}/cpufreq"));
+            std::fs::create_dir_all(&f).unwrap();
+            std::fs::write(f.join("cpuinfo_max_freq"), format!("{khz}\n")).unwrap();
+        }
+        std::fs::create_dir_all(d.path().join("cpufreq")).unwrap(); // not a CPU
+        assert_eq!(max_frequencies(d.path()), [3532800, 3532800, 4320000, 4320000]);
+        std::fs::create_dir_all(d.path().join("cpu3")).unwrap();
+        assert!(max_frequencies(d.path()).is_empty(), "a CPU without cpufreq");
+        let a = HostFacts::collect();
+        let mut b = a.clone();
+        b.cpu_max_khz = vec![1];
+        assert_eq!(b.fingerprint_of(), a.fingerprint, "frequencies are not the machine");
     }
 
     #[test]

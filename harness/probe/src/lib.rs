@@ -43,6 +43,7 @@ pub use spec::{
     ProbeBandwidth, ProbeError, ProbeResult, ProbeSpec, Rep, SchemaError, MAX_REPS, PROBE_BANDWIDTH_BYTES, SCHEMA,
 };
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -263,6 +264,7 @@ pub fn run(
         energy: figures,
         read_bandwidth: Some(read_bandwidth),
         host: HostFacts::collect(),
+        device_props: BTreeMap::new(),
         build: BuildInfo::current(),
         methods,
     })

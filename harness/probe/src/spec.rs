@@ -123,8 +123,14 @@ pub struct ProbeResult {
     /// repetitions (absent in results of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_bandwidth: Option<ProbeBandwidth>,
-    /// The machine.
+    /// The machine, as the probe read it.
     pub host: HostFacts,
+    /// What the runner read about the device beside the probe's own facts,
+    /// keys prefixed by their source (an Android phone's `getprop` and adb
+    /// serial: `android.model`, `android.soc`, `android.serial`...); empty
+    /// on the host.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub device_props: BTreeMap<String, String>,
     /// The binary.
     pub build: BuildInfo,
     /// How each figure was obtained.

@@ -49,6 +49,7 @@ fn result(spec: &ProbeSpec, p: Parts, energy_not_measured: Option<String>) -> Pr
         energy_not_measured: Some(energy_not_measured.unwrap_or_else(|| format!("{tool} runs as a separate process"))),
         read_bandwidth: Some(super::ProbeBandwidth::measure(spec.threads)),
         host: HostFacts::collect(),
+        device_props: BTreeMap::new(),
         build: BuildInfo::current(),
         methods,
     }

@@ -10,6 +10,7 @@
 //! relative to the job's folder, so the same spec runs wherever the folder
 //! is.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -117,14 +118,28 @@ impl AndroidRunner {
         }
     }
 
-    /// The phone is listed and ready, and runs the probe's ABI.
-    fn ready(&self) -> Result<(), Failure> {
-        let listed = self
-            .adb
-            .devices(SHORT)
-            .map_err(|e| Failure::Unavailable { reason: e.to_string() })?
-            .map_err(|e: DevicesError| Failure::Unavailable { reason: e.to_string() })?;
-        choose(&listed, &self.adb.serial).map_err(|reason| Failure::Unavailable { reason })?;
+    /// The phone is listed and ready, and runs the probe's ABI; what a
+    /// result records of it (its serial and `getprop` facts).
+    fn ready(&self) -> Result<BTreeMap<String, String>, Failure> {
+        let list = || {
+            self.adb
+                .devices(SHORT)
+                .map_err(|e| Failure::Unavailable { reason: e.to_string() })?
+                .map_err(|e: DevicesError| Failure::Unavailable { reason: e.to_string() })
+        };
+        let mut listed = list()?;
+        // A remote phone (a farm session, wireless debugging) named by its
+        // HOST:PORT is connected first when adb does not list it yet.
+        let remote = self.adb.serial.rsplit_once(':').is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+        if remote && !listed.iter().any(|l| l.serial == self.adb.serial) {
+            self.adb
+                .connect(&self.adb.serial, SHORT)
+                .map_err(|e| Failure::Unavailable { reason: e.to_string() })?
+                .map_err(|said| Failure::Unavailable { reason: format!("adb connect {}: {said}", self.adb.serial) })?;
+            listed = list()?;
+        }
+        let serial =
+            choose(&listed, &self.adb.serial).map_err(|reason| Failure::Unavailable { reason })?.serial.clone();
         let props = self.checked("getprop", self.shell("getprop", SHORT)?)?;
         let props = facts::Props::from_map(&facts::parse_getprop(&props.stdout));
         match (elf_abi(&self.probe), props.abi.as_deref()) {
@@ -137,7 +152,19 @@ impl AndroidRunner {
             (None, _) => Err(Failure::Refused {
                 reason: format!("the probe {} is not an executable for Android (no ELF header)", self.probe.display()),
             }),
-            _ => Ok(()),
+            _ => {
+                let sdk = props.sdk.map(|v| v.to_string());
+                let known = [
+                    ("serial", Some(serial)),
+                    ("manufacturer", props.manufacturer),
+                    ("model", props.model),
+                    ("soc", props.soc),
+                    ("android", props.android),
+                    ("sdk", sdk),
+                    ("abi", props.abi),
+                ];
+                Ok(known.into_iter().filter_map(|(k, v)| Some((format!("android.{k}"), v?))).collect())
+            }
         }
     }
 
@@ -161,7 +188,7 @@ impl Runner for AndroidRunner {
     }
 
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure> {
-        self.ready()?;
+        let device_props = self.ready()?;
         let model = match &job.engine_model {
             Some(m) => m.clone(),
             None => probe::model_file(&job.shape, &self.cache).map_err(|e| Failure::Build { reason: e.to_string() })?,
@@ -221,7 +248,10 @@ impl Runner for AndroidRunner {
                     self.call(&self.adb.pull(&format!("{job_dir}/result.json"), &back.to_string_lossy()), SHORT)?;
                 self.checked("adb pull", pulled)?;
                 let text = std::fs::read_to_string(&back).map_err(|e| Failure::BadOutput { reason: e.to_string() })?;
-                crate::probe::ProbeResult::from_json(&text).map_err(|e| Failure::BadOutput { reason: e.to_string() })
+                let mut r = crate::probe::ProbeResult::from_json(&text)
+                    .map_err(|e| Failure::BadOutput { reason: e.to_string() })?;
+                r.device_props = device_props;
+                Ok(r)
             }
             // The device shell reports a signal as 128 + its number.
             Ok(out) if out.code == 137 => {
