@@ -16,8 +16,8 @@ bench:
 # Engine speed (criterion): Q4_0 kernel bandwidth, one decode step per preset and
 # engine, and the probe's own overhead.
 bench-engines:
-    cargo bench -p pocketbench --bench kernels
-    cargo bench -p pocketbench --features llama --bench decode
+    cargo bench -p pocketbench-probe --bench kernels
+    cargo bench -p pocketbench-probe --features llama --bench decode
 
 # The built-in engine (`candle`) and the llama.cpp engine against llama-bench on
 # the same GGUF, quantization and threads, in alternating processes (this host
