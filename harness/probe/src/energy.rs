@@ -82,13 +82,12 @@ pub struct Session {
     meter: Option<Box<dyn EnergyMeter>>,
     why_not: Option<String>,
     idle: Option<EnergyReading>,
-    lost: bool,
 }
 
 impl Session {
     /// Meter with `meter`, or say `why_not` there is none.
     pub fn new(meter: Option<Box<dyn EnergyMeter>>, why_not: Option<String>) -> Session {
-        Session { meter, why_not, idle: None, lost: false }
+        Session { meter, why_not, idle: None }
     }
 
     /// What the meter reads, or why there is none.
@@ -133,13 +132,12 @@ impl Session {
     fn lose(&mut self, why: String) {
         self.meter = None;
         self.why_not = Some(why);
-        self.lost = true;
     }
 
     /// The figures, and why energy was not measured when it was not. A
-    /// meter lost mid-way clears every repetition's reading.
+    /// meter lost mid-way (it is then gone) clears every repetition's reading.
     pub fn finish(self, reps: &mut [Rep]) -> (EnergyFigures, Option<String>) {
-        if self.lost || self.meter.is_none() {
+        if self.meter.is_none() {
             for r in reps.iter_mut() {
                 r.energy = None;
             }

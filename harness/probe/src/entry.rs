@@ -125,16 +125,17 @@ pub fn run(a: &Args) -> Result<Outcome, EntryError> {
     }
 }
 
-/// Write through a temporary file in the same directory and rename it into
-/// place, so a reader never sees a partial result (a probe killed mid-write
-/// leaves the name absent, not half a file).
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+/// Write via a temporary file and rename, so a crash never leaves half a
+/// file (a probe killed mid-write leaves the name absent). The temporary
+/// name keeps the whole file name (`results.json.tmp~`), so two files that
+/// differ only in extension can be written at once. The harness writes its
+/// own files with this too.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp~");
+    let tmp = path.with_file_name(name);
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
 }
 
 /// A probe runs in a process group of its own (so a timeout can kill what

@@ -192,12 +192,9 @@ pub fn run(
     };
     // After the peak was read (inside `measure`), so the buffer is not counted.
     let read_bandwidth = ProbeBandwidth::measure(spec.threads);
+    // Read before `finish`: a meter lost mid-way is already gone, and says why.
     let energy_method = energy.method();
     let (figures, energy_not_measured) = energy.finish(&mut reps);
-    let energy_method = match &energy_not_measured {
-        Some(why) => format!("not measured: {why}"),
-        None => energy_method,
-    };
     let net = figures.describe();
     let hot = reps.iter().filter(|r| r.thermal.as_ref().is_some_and(|t| t.hot)).count();
     let thermal_method = reps.iter().find_map(|r| r.thermal.as_ref()).map(|t| match spec.cooling {

@@ -493,16 +493,8 @@ pub fn fitted_text(text: &str, device: &Device, cal: &Calibration) -> Result<Str
     Ok(doc.to_string())
 }
 
-/// Write via a temporary file and rename, so a crash never leaves half a file.
-/// The temporary name keeps the whole file name (`results.json.tmp~`), so two
-/// files that differ only in extension can be written at once.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp~");
-    let tmp = path.with_file_name(name);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
+/// Write via a temporary file and rename (the probe's writer: one for both).
+pub use crate::probe::entry::write_atomic;
 
 /// Write `bytes` to `path` atomically, making its folder first (this
 /// machine's profile folder may not exist yet).

@@ -62,7 +62,8 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
     let rows: Vec<Row> = devices
         .all()
         .iter()
-        .map(|d| Row {
+        .map(|d| (d, attachment(d.id())))
+        .map(|(d, at)| Row {
             id: d.id().to_string(),
             name: d.profile.device.name.clone(),
             engine: d.profile.engine.name.clone(),
@@ -77,12 +78,12 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
             budget_energy_j: d.budgets.energy_j,
             reference_prompt: d.reference_workload.prompt,
             reference_gen: d.reference_workload.gen,
-            attached_serial: attachment(d.id()).and_then(|a| a.serial),
-            attached_model: attachment(d.id()).and_then(|a| a.model),
             attached_why_not: match (&attached, &d.profile.transport) {
                 (Some(Err(e)), Transport::Adb { .. }) => Some(e.clone()),
-                _ => attachment(d.id()).and_then(|a| a.why_not),
+                _ => at.as_ref().and_then(|a| a.why_not.clone()),
             },
+            attached_serial: at.as_ref().and_then(|a| a.serial.clone()),
+            attached_model: at.and_then(|a| a.model),
         })
         .collect();
     if a.json {
