@@ -273,3 +273,70 @@ fn a_calibration_measured_through_another_engine_build_is_said_out_loud() {
         "calibrated with another engine build (pocketbench native engine source 000000000000, opt-level 3): run `pocketbench calibrate --device host --measure`",
     ));
 }
+
+#[test]
+fn calibrate_check_measures_held_out_shapes_and_predicts_them_as_predict_does() {
+    let d = tempfile::tempdir().unwrap();
+    let shape = ["--hidden", "160", "--layers", "3", "--heads", "4", "--kv-heads", "1", "--head-dim", "32"];
+    let shape_rest = ["--ffn", "256", "--vocab", "768", "--context", "256"];
+    let f = d.path().join("check.toml");
+    std::fs::write(
+        &f,
+        "rounds = 1\n[[point]]\nmodel = { hidden = 160, layers = 3, heads = 4, kv-heads = 1, head-dim = 32, ffn = 256, vocab = 768, context = 256 }\n\
+         workloads = [{ prompt = 1, gen = 8 }, { prompt = 64, gen = 8 }]\n",
+    )
+    .unwrap();
+    let repo_profile = std::fs::read(root().join("devices/host.toml")).unwrap();
+    let out = pb(d.path())
+        .args(["calibrate", "--device", "host", "--threads", "1", "--json", "--check"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("checking profile `host` from devices/host.toml, calibrated on another machine"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 measurements"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let residuals = v["residuals"].as_array().unwrap();
+    // Decode and peak memory at both workloads, prefill at the 64-token prompt.
+    assert_eq!(residuals.len(), 5, "{v:#}");
+    assert!(residuals.iter().all(|r| r["holdout"] == true));
+    // Each prediction is the one `predict` makes from the same profile.
+    for w in ["1", "64"] {
+        let p = pb(d.path())
+            .arg("predict")
+            .args(shape)
+            .args(shape_rest)
+            .args(["--device", "host", "--prompt", w, "--gen", "8", "--json"])
+            .output()
+            .unwrap();
+        assert!(p.status.success());
+        let p: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+        let p = if p.is_array() { p[0].clone() } else { p };
+        let r = residuals.iter().find(|r| r["metric"] == "decode" && r["workload"] == format!("{w}+8")).unwrap();
+        let (predicted, measured) = (r["predicted"].as_f64().unwrap(), r["measured"].as_f64().unwrap());
+        assert!((predicted / p["decode_tok_s"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{r} against {p}");
+        let err = r["rel_error"].as_f64().unwrap();
+        assert!((err - (predicted / measured - 1.0)).abs() < 1e-12);
+    }
+    let acc = v["accuracy"].as_array().unwrap();
+    let decode = acc.iter().find(|a| a["metric"] == "decode").unwrap();
+    assert_eq!((decode["points"].as_u64(), decode["tolerance"].as_f64()), (Some(2), Some(0.10)));
+    let memory = acc.iter().find(|a| a["metric"] == "peak-memory").unwrap();
+    assert_eq!(memory["tolerance"].as_f64(), Some(0.15));
+    // Nothing was written: no profile, no cache left, the repository's untouched.
+    let fp = fingerprint(d.path());
+    assert!(!d.path().join("data/devices").join(&fp).exists());
+    assert!(!d.path().join("data/calibrations").join(&fp).join("host-check.jsonl").exists());
+    assert_eq!(std::fs::read(root().join("devices/host.toml")).unwrap(), repo_profile);
+    // A phone is not this machine; --check does not mix with --add.
+    pb(d.path())
+        .args(["calibrate", "--device", "oneplus-13", "--check"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("`calibrate --check` measures this machine"));
+    pb(d.path()).args(["calibrate", "--device", "host", "--check", "--add", "x.json"]).assert().code(2);
+}

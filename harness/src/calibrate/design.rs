@@ -129,6 +129,14 @@ const HELD: &[Row] = &[
     (28, 896, 14, 2, 64, 2560, 65536),
 ];
 
+/// Shapes of the built-in check (`calibrate --check`), in none of the
+/// designs' fitted lists: two presets the study names, a Llama-style one
+/// (no QK-norm), and three of other depth, width, KV heads and
+/// vocabulary together, one of them with a single KV head.
+const CHECK_PRESETS: &[&str] = &["mnn-pocket-0.3b", "qwen3-0.6b", "smollm2-135m"];
+const CHECK: &[Row] =
+    &[(22, 704, 11, 1, 64, 1920, 81920), (12, 896, 14, 2, 64, 2432, 100352), (26, 512, 8, 2, 64, 1408, 65536)];
+
 /// The quick design's picks from the two lists.
 const QUICK_FIT: &[usize] = &[0, 1, 2, 7, 10, 12, 13];
 const QUICK_HELD: &[usize] = &[0, 2, 4];
@@ -171,8 +179,41 @@ impl Design {
         Design { name: if quick { "quick" } else { "full" }.into(), rounds: 3, points }
     }
 
-    /// Read a design file.
+    /// The built-in check of a calibration: six shapes of none of the
+    /// designs' fitted lists at tg128 and 1024 + 128, every one held out,
+    /// three rounds.
+    pub fn check_built_in() -> Design {
+        let presets = CHECK_PRESETS.iter().map(|n| crate::arch::presets::preset(n).expect("a built-in preset").shape);
+        let points = presets
+            .chain(CHECK.iter().map(shape))
+            .map(|shape| DesignPoint { shape, workloads: workloads(&[TG128, STUDY]), holdout: true })
+            .collect();
+        Design { name: "check".into(), rounds: 3, points }
+    }
+
+    /// The design with every point held out: a check measures without fitting.
+    pub fn all_held_out(mut self) -> Design {
+        for p in &mut self.points {
+            p.holdout = true;
+        }
+        self
+    }
+
+    /// Read a design file to calibrate with: its fitted points must
+    /// determine the fit ([`Design::check`]).
     pub fn from_file(path: &Path) -> Result<Design, DesignError> {
+        let d = Design::read(path)?;
+        d.check().map_err(|message| DesignError::Degenerate { file: path.display().to_string(), message })?;
+        Ok(d)
+    }
+
+    /// Read a design file to check a calibration with (`calibrate
+    /// --check FILE`): every point is held out, so no fit needs determining.
+    pub fn check_file(path: &Path) -> Result<Design, DesignError> {
+        Ok(Design::read(path)?.all_held_out())
+    }
+
+    fn read(path: &Path) -> Result<Design, DesignError> {
         let t: DesignToml = crate::config::load(path).map_err(Box::new)?;
         let file = path.display().to_string();
         let mut points = Vec::with_capacity(t.point.len());
@@ -202,9 +243,7 @@ impl Design {
             });
         }
         let name = t.name.unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned());
-        let d = Design { name, rounds: t.rounds, points };
-        d.check().map_err(|message| DesignError::Degenerate { file, message })?;
-        Ok(d)
+        Ok(Design { name, rounds: t.rounds, points })
     }
 
     /// Whether the fit can be determined: enough distinct fitted shapes, of
@@ -262,6 +301,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_built_in_check_measures_shapes_no_design_fits() {
+        let check = Design::check_built_in();
+        assert_eq!(check.points.len(), 6);
+        let fitted: Vec<String> = [true, false]
+            .iter()
+            .flat_map(|&q| Design::built_in(q).points.into_iter().filter(|p| !p.holdout).map(|p| p.shape.id()))
+            .collect();
+        for p in &check.points {
+            assert!(p.holdout && !fitted.contains(&p.shape.id()), "{}", p.shape);
+            p.shape.validate().unwrap();
+            assert!(p.workloads.iter().all(|w| w.context <= p.shape.context));
+        }
+        assert!(check.points.iter().any(|p| p.shape.kv_heads == 1), "a single KV head");
+        assert!(check.points.iter().any(|p| !p.shape.qk_norm), "a Llama-style shape (no QK-norm)");
     }
 
     #[test]

@@ -447,6 +447,53 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
     out
 }
 
+/// A check of `device`'s profile as it stands: the decode, prefill and
+/// peak-memory residuals of `points` (measurements of shapes it was not
+/// fitted to) under its stored parameters, the model `predict` uses.
+/// Nothing is fitted or written.
+pub fn check(device: &Device, points: &[crate::device::PointToml]) -> Result<Vec<Residual>, crate::Error> {
+    let cerr = |message: String| CalibrationError::Write { path: device.origin.to_string(), message };
+    let text = crate::device::home::text_of(&device.origin).map_err(|e| cerr(e.to_string()))?;
+    let text = with_points(&text, points).map_err(|e| cerr(e.to_string()))?;
+    let with = crate::device::parse(device.origin.clone(), &text)?;
+    let first = device.profile.calibration.len();
+    Ok(residuals(&with, &device.model)
+        .into_iter()
+        .filter(|r| r.point >= first && matches!(r.metric, "decode" | "prefill" | "peak-memory"))
+        .collect())
+}
+
+/// How many of `residuals` of `metric` lie within `tolerance` (a fraction),
+/// of how many; their mean and worst |error|. `None` without any.
+pub fn accuracy(residuals: &[Residual], metric: &str, tolerance: f64) -> Option<Accuracy> {
+    let errs: Vec<f64> = residuals.iter().filter(|r| r.metric == metric).map(|r| r.rel_error.abs()).collect();
+    (!errs.is_empty()).then(|| Accuracy {
+        metric: metric.to_string(),
+        points: errs.len(),
+        tolerance,
+        within: errs.iter().filter(|e| **e <= tolerance).count(),
+        mean_abs_error: errs.iter().sum::<f64>() / errs.len() as f64,
+        worst_abs_error: errs.iter().copied().fold(0.0, f64::max),
+    })
+}
+
+/// A check's summary of one metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// decode, prefill or peak-memory.
+    pub metric: String,
+    /// Residuals of the metric.
+    pub points: usize,
+    /// The tolerance counted against (a fraction: 0.10 is 10%).
+    pub tolerance: f64,
+    /// Of them, within the tolerance.
+    pub within: usize,
+    /// Mean |predicted / measured - 1|.
+    pub mean_abs_error: f64,
+    /// Worst |predicted / measured - 1|.
+    pub worst_abs_error: f64,
+}
+
 /// A parameter value in the unit its TOML key takes.
 pub fn display_param(p: FreeParam, v: f64) -> String {
     match p {

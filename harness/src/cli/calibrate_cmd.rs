@@ -10,6 +10,7 @@ use super::Code;
 
 /// Arguments of `calibrate`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("measuring").args(["measure", "check"])))]
 pub struct CalibrateArgs {
     /// Device id.
     #[arg(long, value_name = "D", required_unless_present = "all")]
@@ -49,13 +50,21 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "FILE", requires = "measure", conflicts_with = "quick")]
     pub design: Option<std::path::PathBuf>,
     /// With --measure: threads to calibrate at (default: the profile's
-    /// `engine.threads`, else every core); written into the profile.
-    #[arg(long, value_name = "N", requires = "measure")]
+    /// `engine.threads`, else every core); written into the profile. With
+    /// --check: threads to measure at.
+    #[arg(long, value_name = "N", requires = "measuring")]
     pub threads: Option<u32>,
-    /// With --measure: forget the measurements an unfinished calibration
-    /// cached, and measure everything again.
-    #[arg(long, requires = "measure")]
+    /// With --measure or --check: forget the measurements an unfinished
+    /// run of it cached, and measure everything again.
+    #[arg(long, requires = "measuring")]
     pub fresh: bool,
+    /// Check this machine's profile as it stands against shapes it was not
+    /// fitted to: measure them (the built-in six at tg128 and 1024+128, or
+    /// the points of a design FILE, every one held out), predict each from
+    /// the profile, print every error and how many lie within 10% (decode)
+    /// and 15% (peak memory). Nothing is fitted or written.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, requires = "device", conflicts_with_all = ["add", "dry_run"])]
+    pub check: Option<Option<std::path::PathBuf>>,
     /// With --measure: the bandwidth buffer in MiB (default 1024; 256 with --quick).
     #[arg(long, value_name = "MIB", requires = "measure")]
     pub buffer_mib: Option<usize>,
@@ -65,6 +74,9 @@ pub struct CalibrateArgs {
 pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     if a.measure {
         return super::calibrate_measure::run(a, devices);
+    }
+    if let Some(file) = &a.check {
+        return super::calibrate_check::run(a, devices, file.as_deref());
     }
     if !a.add.is_empty() {
         let id = a.device.as_deref().unwrap_or_default();
@@ -153,34 +165,7 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
         let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
         outln!("  {k:<22} {v}{bound}");
     }
-    let label = |r: &pocketbench::calibrate::Residual| {
-        if r.holdout {
-            format!("{} [held out]", r.model)
-        } else {
-            r.model.clone()
-        }
-    };
-    let w = cal.residuals.iter().map(|r| label(r).len()).max().unwrap_or(0).max(44);
-    outln!(
-        "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>8}",
-        "point",
-        "workload",
-        "metric",
-        "reference",
-        "predicted",
-        "error"
-    );
-    for r in &cal.residuals {
-        outln!(
-            "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
-            label(r),
-            r.workload,
-            r.metric,
-            format!("{:.1} {}", r.measured, r.unit),
-            format!("{:.1} {}", r.predicted, r.unit),
-            r.rel_error * 100.0
-        );
-    }
+    print_residuals(&cal.residuals)?;
     for w in &cal.warnings {
         outln!("  warning: {w}");
     }
@@ -197,6 +182,39 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
                 worst * 100.0
             );
         }
+    }
+    Ok(())
+}
+
+/// Print residuals as a table, one row per figure, held-out ones marked.
+pub fn print_residuals(residuals: &[pocketbench::calibrate::Residual]) -> std::io::Result<()> {
+    let label = |r: &pocketbench::calibrate::Residual| {
+        if r.holdout {
+            format!("{} [held out]", r.model)
+        } else {
+            r.model.clone()
+        }
+    };
+    let w = residuals.iter().map(|r| label(r).len()).max().unwrap_or(0).max(44);
+    outln!(
+        "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>8}",
+        "point",
+        "workload",
+        "metric",
+        "reference",
+        "predicted",
+        "error"
+    );
+    for r in residuals {
+        outln!(
+            "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
+            label(r),
+            r.workload,
+            r.metric,
+            format!("{:.1} {}", r.measured, r.unit),
+            format!("{:.1} {}", r.predicted, r.unit),
+            r.rel_error * 100.0
+        );
     }
     Ok(())
 }

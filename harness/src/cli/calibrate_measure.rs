@@ -4,6 +4,7 @@
 //! the fit; the profile is written only when the fit holds, into this
 //! machine's own profile folder (or `--devices-dir`).
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -11,7 +12,7 @@ use pocketbench::calibrate::design::Design;
 use pocketbench::calibrate::session::{self, Progress};
 use pocketbench::calibrate::{calibrate, fitted_text, with_points, write_profile};
 use pocketbench::device::{home, Origin};
-use pocketbench::device::{Devices, FreeParam};
+use pocketbench::device::{Device, Devices, FreeParam};
 use pocketbench::hostinfo;
 use pocketbench::runner::JobSettings;
 
@@ -23,28 +24,13 @@ use super::Code;
 pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     let started = Instant::now();
     let id = a.device.as_deref().unwrap_or_default();
-    let device = devices.get(id)?;
-    if !device.is_local() {
-        return Err(Usage(format!(
-            "`calibrate --measure` measures this machine; `{id}` is reached over {:?}: calibrate it with `--add` and records measured on it",
-            device.profile.transport
-        ))
-        .into());
-    }
-    let here = devices.here().cloned().unwrap_or_else(pocketbench::probe::HostFacts::collect);
+    let (device, here) =
+        this_machine(devices, id, "--measure", "calibrate it with `--add` and records measured on it")?;
     let design = match &a.design {
         Some(f) => Design::from_file(f).map_err(|e| Usage(e.to_string()))?,
         None => Design::built_in(a.quick),
     };
-    let settings = JobSettings {
-        reps: 1,
-        threads: a.threads,
-        timeout: Duration::from_secs(600),
-        force: false,
-        engine: None,
-        engine_model: None,
-    };
-    settings.validate().map_err(pocketbench::Error::from)?;
+    let settings = settings(a.threads)?;
     let buffer_mib = a.buffer_mib.unwrap_or(if a.quick { 256 } else { 1024 });
     if buffer_mib < 64 {
         return Err(Usage("--buffer-mib must be at least 64".into()).into());
@@ -104,16 +90,8 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         toml_edit::value(super::hostinfo_cmd::bandwidth_source(&here, &bw, buffer_mib, passes));
     let base = pocketbench::device::parse(Origin::File(target.path.clone()), &doc.to_string())?;
 
-    let data = home::data_dir().unwrap_or_else(pocketbench::probe::cache_dir);
-    let cache = session::cache_file(&data, &here.fingerprint, id);
-    if a.fresh && cache.exists() {
-        std::fs::remove_file(&cache).map_err(|e| pocketbench::Error::io(&cache, e))?;
-    }
-    let runner = super::run_cmd::runner_for(&base)?;
-    let measured = session::measure(runner.as_ref(), &base, &design, &settings, &cache, &mut render)?;
-    for (config, w, why) in &measured.missing {
-        eprintln!("warning: {config} at {w} has no measurement in any round: {why}");
-    }
+    let cache = cache_file(&here, id, a.fresh)?;
+    let measured = measure_design(&base, &design, &settings, &cache)?;
     if measured.points.iter().filter(|p| !p.holdout).count() == 0 {
         return Err(Harness(format!(
             "every measurement of the design failed; nothing was written (the cache {} keeps nothing to reuse)",
@@ -146,6 +124,68 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", started.elapsed().as_secs_f64());
     }
     Ok(Code::Ok)
+}
+
+/// Device `id`, which `calibrate FLAG` measures here, and this machine; a
+/// device reached over a transport is a usage error saying what to do
+/// instead.
+pub(super) fn this_machine<'a>(
+    devices: &'a Devices,
+    id: &str,
+    flag: &str,
+    instead: &str,
+) -> anyhow::Result<(&'a Device, pocketbench::probe::HostFacts)> {
+    let device = devices.get(id)?;
+    if !device.is_local() {
+        return Err(Usage(format!(
+            "`calibrate {flag}` measures this machine; `{id}` is reached over {:?}: {instead}",
+            device.profile.transport
+        ))
+        .into());
+    }
+    Ok((device, devices.here().cloned().unwrap_or_else(pocketbench::probe::HostFacts::collect)))
+}
+
+/// Job settings of a calibration or a check: one repetition per job per
+/// round, at `threads` (default: the profile's).
+pub(super) fn settings(threads: Option<u32>) -> anyhow::Result<JobSettings> {
+    let settings = JobSettings {
+        reps: 1,
+        threads,
+        timeout: Duration::from_secs(600),
+        force: false,
+        engine: None,
+        engine_model: None,
+    };
+    settings.validate().map_err(pocketbench::Error::from)?;
+    Ok(settings)
+}
+
+/// The cache of `device`'s unfinished calibration (or check, whose device
+/// id is suffixed) on this machine; `fresh` forgets what it holds.
+pub(super) fn cache_file(here: &pocketbench::probe::HostFacts, id: &str, fresh: bool) -> anyhow::Result<PathBuf> {
+    let data = home::data_dir().unwrap_or_else(pocketbench::probe::cache_dir);
+    let cache = session::cache_file(&data, &here.fingerprint, id);
+    if fresh && cache.exists() {
+        std::fs::remove_file(&cache).map_err(|e| pocketbench::Error::io(&cache, e))?;
+    }
+    Ok(cache)
+}
+
+/// Measure `design` on `device` in round-robin rounds, progress on stderr,
+/// every finished job cached; warn of the jobs that never measured.
+pub(super) fn measure_design(
+    device: &Device,
+    design: &Design,
+    settings: &JobSettings,
+    cache: &Path,
+) -> anyhow::Result<session::Measured> {
+    let runner = super::run_cmd::runner_for(device)?;
+    let measured = session::measure(runner.as_ref(), device, design, settings, cache, &mut render)?;
+    for (config, w, why) in &measured.missing {
+        eprintln!("warning: {config} at {w} has no measurement in any round: {why}");
+    }
+    Ok(measured)
 }
 
 /// Render one progress event on stderr.

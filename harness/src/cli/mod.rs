@@ -11,6 +11,7 @@ macro_rules! outln {
 }
 
 mod arch_cmd;
+mod calibrate_check;
 mod calibrate_cmd;
 mod calibrate_measure;
 mod devices_cmd;

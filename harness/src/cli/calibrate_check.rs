@@ -1,0 +1,103 @@
+//! `pocketbench calibrate --device host --check [FILE]`: a profile as it
+//! stands, checked against shapes it was not fitted to. The shapes are
+//! measured as `calibrate --measure` measures (round-robin rounds, one
+//! repetition each, cached so a killed check resumes), then predicted from
+//! the profile exactly as `predict` would; every error is printed, and how
+//! many lie within the issue's figures: 10% of measured decode and 15% of
+//! measured peak memory. Nothing is fitted or written.
+
+use std::path::Path;
+use std::time::Instant;
+
+use pocketbench::calibrate::design::Design;
+use pocketbench::calibrate::{accuracy, check, Accuracy, Residual};
+use pocketbench::device::Devices;
+
+use super::calibrate_cmd::{print_residuals, CalibrateArgs};
+use super::calibrate_measure::{cache_file, measure_design, settings, this_machine};
+use super::exit::{Harness, Usage};
+use super::Code;
+
+/// Decode predictions within this fraction of the measurement count as accurate.
+pub const DECODE_TOLERANCE: f64 = 0.10;
+/// Peak-memory predictions likewise.
+pub const MEMORY_TOLERANCE: f64 = 0.15;
+
+#[derive(serde::Serialize)]
+struct CheckJson<'a> {
+    device: &'a str,
+    calibration: String,
+    design: &'a str,
+    residuals: &'a [Residual],
+    accuracy: Vec<Accuracy>,
+}
+
+/// Run `calibrate --check`.
+pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow::Result<Code> {
+    let started = Instant::now();
+    let id = a.device.as_deref().unwrap_or_default();
+    let (device, here) =
+        this_machine(devices, id, "--check", "check it with `run` on it and `calibrate --add --holdout`")?;
+    let design = match file {
+        Some(f) => Design::check_file(f).map_err(|e| Usage(e.to_string()))?,
+        None => Design::check_built_in(),
+    };
+    let settings = settings(a.threads)?;
+    // Every job is checked before anything is measured.
+    for p in &design.points {
+        for w in &p.workloads {
+            settings.job(device, p.shape, *w).map_err(pocketbench::Error::from)?;
+        }
+    }
+    let label = device.calibration_label();
+    eprintln!(
+        "checking {label} on {} (fingerprint {}): {} design, {} shapes, {} jobs x {} rounds, {} threads",
+        here.describe(),
+        here.fingerprint,
+        design.name,
+        design.points.len(),
+        design.jobs_per_round(),
+        design.rounds,
+        pocketbench::runner::threads_for(device, a.threads)
+    );
+    let cache = cache_file(&here, &format!("{id}-check"), a.fresh)?;
+    let measured = measure_design(device, &design, &settings, &cache)?;
+    if measured.points.is_empty() {
+        return Err(Harness("every measurement of the check failed; there is nothing to compare".into()).into());
+    }
+    let residuals = check(device, &measured.points)?;
+    // The check is done: its cache must not leak into the next one.
+    let _ = std::fs::remove_file(&cache);
+    // Prefill has no figure of its own in the issue; it is counted at decode's.
+    let summary: Vec<Accuracy> =
+        [("decode", DECODE_TOLERANCE), ("prefill", DECODE_TOLERANCE), ("peak-memory", MEMORY_TOLERANCE)]
+            .into_iter()
+            .filter_map(|(metric, tolerance)| accuracy(&residuals, metric, tolerance))
+            .collect();
+    if a.json {
+        let out = CheckJson {
+            device: id,
+            calibration: label,
+            design: &design.name,
+            residuals: &residuals,
+            accuracy: summary,
+        };
+        outln!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(Code::Ok);
+    }
+    outln!("{label}: predicted as `predict --device {id}` does, against {} measured figure(s)", residuals.len());
+    print_residuals(&residuals)?;
+    for s in &summary {
+        outln!(
+            "  {}: {} point(s), {} within {:.0}%, mean |error| {:.1}%, worst {:.1}%",
+            s.metric,
+            s.points,
+            s.within,
+            s.tolerance * 100.0,
+            s.mean_abs_error * 100.0,
+            s.worst_abs_error * 100.0
+        );
+    }
+    outln!("  took {:.0} s; nothing was written", started.elapsed().as_secs_f64());
+    Ok(Code::Ok)
+}
