@@ -46,8 +46,11 @@ fn every_type_decodes_to_candles_values_after_repacking() {
         let mut got = vec![0f32; cols];
         for r in 0..rows {
             m.dequantize_row(r, &mut got);
+            // Q4_K's sub-block scales and minimums are rounded to f16 in
+            // its Q4_1 form: 2^-11 of each, times at most 15 nibble steps.
+            let tol = if kind == WeightType::Q4K { 2e-3 } else { 1e-6 };
             for (c, (g, w)) in got.iter().zip(&want[r * cols..(r + 1) * cols]).enumerate() {
-                assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "{} row {r} col {c}: {g} vs {w}", kind.name());
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{} row {r} col {c}: {g} vs {w}", kind.name());
             }
         }
     }
@@ -60,8 +63,13 @@ fn every_type_multiplies_like_its_decoded_weights() {
         for tokens in [3, 8, 13] {
             // 3: below any tile; 8 and 13: whole tiles of 4 or 8, then a tail.
             let (rows, cols) = (21, 512);
-            let (bytes, w) = quantized(kind, rows, cols, 5);
+            let (bytes, _) = quantized(kind, rows, cols, 5);
             let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
+            // Its own decoded weights (which the test above ties to candle's).
+            let mut w = vec![0f32; rows * cols];
+            for (row, out) in w.chunks_exact_mut(cols).enumerate() {
+                m.dequantize_row(row, out);
+            }
             let x: Vec<f32> = (0..tokens * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
             let mut xq = vec![BlockQ8::default(); tokens * cols / BLOCK];
             quantize_q8(&x, &mut xq);
@@ -100,18 +108,6 @@ fn the_new_simd_kernels_match_the_portable_ones() {
         let x: Vec<f32> = (0..cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
         let mut xq = vec![BlockQ8::default(); nb];
         quantize_q8(&x, &mut xq);
-        let (k, _) = quantized(WeightType::Q4K, 1, cols, nb as u64);
-        let (a, b) = (dot_q4_k(&k, &xq), scalar::dot_q4_k(&k, &xq));
-        assert!(close(a, b, b.abs()), "q4_k nb={nb}: {a} vs {b}");
-        let x4: Vec<f32> = (0..4 * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
-        let mut xq4 = vec![BlockQ8::default(); 4 * nb];
-        quantize_q8(&x4, &mut xq4);
-        let mut quad = [0f32; 4];
-        dot_q4_k_x4(&k, &xq4, nb, &mut quad);
-        for (t, got) in quad.iter().enumerate() {
-            let want = scalar::dot_q4_k(&k, &xq4[t * nb..(t + 1) * nb]);
-            assert!(close(*got, want, want.abs()), "q4_k x4 nb={nb} token {t}: {got} vs {want}");
-        }
         let (h, _) = quantized(WeightType::F16, 1, cols, nb as u64);
         let (a, b) = (dot_f16(&h, &x), scalar::dot_f16(&h, &x));
         assert!(close(a, b, b.abs()), "f16 nb={nb}: {a} vs {b}");

@@ -88,16 +88,7 @@ pub fn matmul<const N: usize>(
                 let row = w.plain_row(r);
                 match kernel {
                     RowKernel::Q8(dot) => {
-                        // Q4_K rows take prompt tokens four at a time.
-                        let four = if w.kind == WeightType::Q4K { tokens / 4 * 4 } else { 0 };
-                        let mut quad = [0f32; 4];
-                        for t0 in (0..four).step_by(4) {
-                            super::dot_q4_k_x4(row, &xq[t0 * nb..(t0 + 4) * nb], nb, &mut quad);
-                            for (j, v) in quad.iter().enumerate() {
-                                out.set((t0 + j) * w.rows + r, *v);
-                            }
-                        }
-                        for (b, xb) in xq.chunks_exact(nb).enumerate().skip(four) {
+                        for (b, xb) in xq.chunks_exact(nb).enumerate() {
                             out.set(b * w.rows + r, dot(row, xb));
                         }
                     }

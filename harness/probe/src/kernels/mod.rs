@@ -264,32 +264,6 @@ pub fn dot_q4_1x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     unsafe { x8_with::<true>(x8_variant(), group, x, out) }
 }
 
-/// Dot product of a Q4_K row (`x.len() / 8` super-blocks of 144 bytes)
-/// with `x`.
-pub fn dot_q4_k(row: &[u8], x: &[BlockQ8]) -> f32 {
-    assert!(x.len().is_multiple_of(8) && row.len() == x.len() / 8 * 144, "dot_q4_k: length mismatch");
-    dispatch!(x86 dot_q4_k(row, x))
-}
-
-/// A Q4_K row times four tokens of `nb` blocks each (`x`, token after
-/// token): the prefill path of Q4_K rows.
-pub fn dot_q4_k_x4(row: &[u8], x: &[BlockQ8], nb: usize, out: &mut [f32; 4]) {
-    assert!(
-        nb.is_multiple_of(8) && Some(row.len()) == (nb / 8).checked_mul(144) && Some(x.len()) == nb.checked_mul(4),
-        "dot_q4_k_x4: length mismatch"
-    );
-    match isa() {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: AVX2, FMA and F16C detected by `isa()`; lengths checked above.
-        Isa::Avx2 => unsafe { x86::dot_q4_k_x4(row, x, nb, out) },
-        _ => {
-            for (t, o) in out.iter_mut().enumerate() {
-                *o = dot_q4_k(row, &x[t * nb..(t + 1) * nb]);
-            }
-        }
-    }
-}
-
 /// Dot product of a Q8_0 row (`x.len()` blocks of 34 bytes) with `x`.
 pub fn dot_q8_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     assert_eq!(row.len(), x.len() * 34, "dot_q8_0: length mismatch");

@@ -84,7 +84,7 @@ impl WeightType {
             WeightType::Q4_0 => RowKernel::Q8(super::dot_q4_0),
             WeightType::Q4_1 => RowKernel::Q8(super::dot_q4_1),
             WeightType::Q8_0 => RowKernel::Q8(super::dot_q8_0),
-            WeightType::Q4K => RowKernel::Q8(super::dot_q4_k),
+            WeightType::Q4K => unreachable!("QMatrix::new stores Q4_K as Q4_1"),
             WeightType::F16 => RowKernel::F(super::dot_f16),
             WeightType::F32 => RowKernel::F(super::dot_f32_bytes),
         }
@@ -105,8 +105,9 @@ pub const GROUP: usize = 8;
 
 /// A weight matrix in ggml's blocks.
 ///
-/// Q8_0, Q4_K and float matrices keep ggml's row-major layout. Q4_0 and Q4_1
-/// matrices are repacked at load, in place, into groups of [`GROUP`] rows (a
+/// Q8_0 and float matrices keep ggml's row-major layout. Q4_0 and Q4_1
+/// matrices (and Q4_K ones, rewritten as Q4_1 first) are repacked at load,
+/// in place, into groups of [`GROUP`] rows (a
 /// tail of `rows % 8` rows stays row-major): for each block column, the
 /// eight f16 scales (16 bytes; for Q4_1 then the eight f16 minimums), then
 /// four 32-byte runs where run `m` holds bytes `4m..4m+4` of each row's 16
@@ -127,7 +128,9 @@ pub struct QMatrix {
 
 impl QMatrix {
     /// Take row-major ggml blocks (as stored in GGUF); checks the size and
-    /// repacks Q4_0 and Q4_1 in place.
+    /// repacks Q4_0 and Q4_1 in place. Q4_K is first rewritten as Q4_1
+    /// blocks ([`q4_k_as_q4_1`]) and repacked as Q4_1: the matrix then says
+    /// `Q4_1`, and takes the interleaved kernels.
     pub fn new(kind: WeightType, rows: usize, cols: usize, mut data: Vec<u8>) -> Result<QMatrix, String> {
         let per = kind.block_elems();
         if !cols.is_multiple_of(per) {
@@ -140,6 +143,12 @@ impl QMatrix {
         if data.len() != want {
             return Err(format!("{rows}x{cols} {} needs {want} bytes, got {}", kind.name(), data.len()));
         }
+        let kind = if kind == WeightType::Q4K {
+            data = q4_k_as_q4_1(&data);
+            WeightType::Q4_1
+        } else {
+            kind
+        };
         let m = QMatrix { kind, rows, cols, data: Vec::new() };
         if let Some(h) = kind.header() {
             let (rb, bb) = (m.row_bytes(), kind.block_bytes());
@@ -234,6 +243,33 @@ pub(super) fn q4_k_scale_min(j: usize, s: &[u8]) -> (u8, u8) {
     }
 }
 
+/// Row-major Q4_K super-blocks rewritten as row-major Q4_1 blocks, eight per
+/// super-block: sub-block `j`'s scale `d * sc_j` and minimum `-dmin * m_j`
+/// become the block's f16 `d` and `m`, and its 32 nibbles (the low or high
+/// halves of one 32-byte run of the super-block) Q4_1's order (byte `k`
+/// holds weights `k` and `k + 16`).
+///
+/// The nibbles are kept exactly; the two products are rounded to f16, a
+/// relative error of at most 2^-11 of each sub-block's scale and minimum
+/// (ggml keeps `d`, `dmin` in f16 and the 6-bit factors apart). The matrix
+/// grows from 4.5 to 5.0 bits per weight: the price of running Q4_K through
+/// the eight-row Q4_1 kernels (prefill tiles, VNNI and sdot variants) rather
+/// than row-major ones.
+pub fn q4_k_as_q4_1(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len() / 144 * 8 * 20);
+    for sb in data.chunks_exact(144) {
+        let (d, dmin, scales, qs) = (half(sb, 0), half(sb, 2), &sb[4..16], &sb[16..]);
+        for j in 0..8 {
+            let (sc, m) = q4_k_scale_min(j, scales);
+            out.extend_from_slice(&half::f16::from_f32(d * sc as f32).to_bits().to_le_bytes());
+            out.extend_from_slice(&half::f16::from_f32(-(dmin * m as f32)).to_bits().to_le_bytes());
+            let (run, shift) = (&qs[32 * (j / 2)..32 * (j / 2) + 32], 4 * (j % 2));
+            out.extend((0..16).map(|k| ((run[k] >> shift) & 0x0f) | (((run[k + 16] >> shift) & 0x0f) << 4)));
+        }
+    }
+    out
+}
+
 /// One row-major block to f32 (`out` is the type's block long).
 fn dequantize_block(kind: WeightType, blk: &[u8], o: &mut [f32]) {
     match kind {
@@ -257,18 +293,7 @@ fn dequantize_block(kind: WeightType, blk: &[u8], o: &mut [f32]) {
                 *v = *q as i8 as f32 * d;
             }
         }
-        WeightType::Q4K => {
-            let (d, dmin, scales) = (half(blk, 0), half(blk, 2), &blk[4..16]);
-            for (j, (qs, o)) in blk[16..].chunks_exact(32).zip(o.chunks_exact_mut(64)).enumerate() {
-                let (s0, m0) = q4_k_scale_min(2 * j, scales);
-                let (s1, m1) = q4_k_scale_min(2 * j + 1, scales);
-                let (d0, d1, m0, m1) = (d * s0 as f32, d * s1 as f32, dmin * m0 as f32, dmin * m1 as f32);
-                for (l, q) in qs.iter().enumerate() {
-                    o[l] = d0 * (q & 0x0f) as f32 - m0;
-                    o[32 + l] = d1 * (q >> 4) as f32 - m1;
-                }
-            }
-        }
+        WeightType::Q4K => unreachable!("QMatrix::new stores Q4_K as Q4_1"),
         WeightType::F16 => {
             for (v, b) in o.iter_mut().zip(blk.chunks_exact(2)) {
                 *v = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));

@@ -54,22 +54,6 @@ pub(super) fn dot_q4_1(row: &[u8], x: &[BlockQ8]) -> f32 {
     acc
 }
 
-pub(super) fn dot_q4_k(row: &[u8], x: &[BlockQ8]) -> f32 {
-    let mut acc = 0f32;
-    for (blk, ys) in row.chunks_exact(144).zip(x.chunks_exact(8)) {
-        let (d, dmin, scales) = (half(blk, 0), half(blk, 2), &blk[4..16]);
-        for (j, qs) in blk[16..].chunks_exact(32).enumerate() {
-            for (sub, shift) in [(2 * j, 0), (2 * j + 1, 4)] {
-                let (sc, m) = super::qmatrix::q4_k_scale_min(sub, scales);
-                let y = &ys[sub];
-                let sum: i32 = qs.iter().zip(&y.qs).map(|(q, a)| ((q >> shift) & 0x0f) as i32 * *a as i32).sum();
-                acc += d * sc as f32 * y.d * sum as f32 - dmin * m as f32 * y.d * y.sum as f32;
-            }
-        }
-    }
-    acc
-}
-
 pub(super) fn dot_f16(row: &[u8], x: &[f32]) -> f32 {
     dot_with(row.chunks_exact(2).map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]]))), x)
 }
