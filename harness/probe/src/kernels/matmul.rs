@@ -1,6 +1,7 @@
 //! The parallel matrix × activations product.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use super::qmatrix::{RowKernel, GROUP};
 use super::{BlockQ8, Pool, QMatrix, WeightType, BLOCK};
@@ -13,10 +14,61 @@ pub fn span(total: usize, t: usize, n: usize) -> Range<usize> {
     start..start + q + usize::from(t < r)
 }
 
+/// Items `0..total` of one parallel region, shared out over `n` threads:
+/// each thread takes chunks from the front of its own [`span`] (so, when
+/// all keep pace, each reads the rows it read last token), then from the
+/// other threads' spans. A thread the OS deschedules mid-region leaves its
+/// remaining chunks to the others instead of stalling every region until it
+/// runs again (on two cores under another load, fixed spans made decode
+/// collapse).
+pub struct Shares {
+    /// Per thread: the next unclaimed item of its span (may run past the end).
+    next: Vec<Cursor>,
+    total: usize,
+    chunk: usize,
+}
+
+/// A claim cursor on a cache line of its own, so two threads' claims never
+/// share one.
+#[repr(align(64))]
+struct Cursor(AtomicUsize);
+
+impl Shares {
+    /// `total` items over `n` threads, claimed `chunk` at a time (at least 1).
+    pub fn new(total: usize, n: usize, chunk: usize) -> Shares {
+        let next = (0..n).map(|t| Cursor(AtomicUsize::new(span(total, t, n).start))).collect();
+        Shares { next, total, chunk: chunk.max(1) }
+    }
+
+    /// Call `f(item)` for every item thread `t` claims; across all threads of
+    /// the region every item is claimed exactly once.
+    pub fn each(&self, t: usize, mut f: impl FnMut(usize)) {
+        let n = self.next.len();
+        for k in 0..n {
+            let owner = (t + k) % n;
+            let end = span(self.total, owner, n).end;
+            loop {
+                let start = self.next[owner].0.fetch_add(self.chunk, Relaxed);
+                if start >= end {
+                    break;
+                }
+                (start..(start + self.chunk).min(end)).for_each(&mut f);
+            }
+        }
+    }
+}
+
+/// Chunks of about an eighth of a thread's share: few enough claims to cost
+/// nothing next to the work, small enough to rebalance a region.
+fn chunk_for(total: usize, n: usize) -> usize {
+    total.div_ceil(8 * n.max(1))
+}
+
 /// A shared output buffer that threads write at disjoint indices.
 struct Out(*mut f32, usize);
-// SAFETY: threads write disjoint indices (each owns a row span), and the
-// buffer outlives the `Pool::run` call that uses it.
+// SAFETY: threads write disjoint indices (each item, so each row, is
+// claimed by one thread: `Shares`), and the buffer outlives the `Pool::run`
+// call that uses it.
 unsafe impl Sync for Out {}
 
 impl Out {
@@ -58,14 +110,15 @@ pub fn matmul<const N: usize>(
     // the remaining tokens (and decode's one) through the per-token one.
     let tile = super::tile_tokens();
     let tiled = if tile > 1 { tokens / tile * tile } else { 0 };
-    pool.run(&|t| {
-        for (w, out) in ws.iter().zip(&outs) {
+    let shares = ws.map(|w| Shares::new(w.items(), n, chunk_for(w.items(), n)));
+    pool.share(&|t| {
+        for ((w, out), shares) in ws.iter().zip(&outs).zip(&shares) {
             let (groups, kernel) = (w.groups(), w.kind.row_kernel());
             let min = w.kind == WeightType::Q4_1;
             let x8: fn(&[u8], &[BlockQ8], &mut [f32; GROUP]) = if min { super::dot_q4_1x8 } else { super::dot_q4_0x8 };
             let mut lanes = [0f32; GROUP];
             let mut tiles = [[0f32; GROUP]; 8];
-            for item in span(w.items(), t, n) {
+            shares.each(t, |item| {
                 if item < groups {
                     let g = w.group(item);
                     for t0 in (0..tiled).step_by(tile.max(1)) {
@@ -82,7 +135,7 @@ pub fn matmul<const N: usize>(
                             out.set(b * w.rows + item * GROUP + lane, *v);
                         }
                     }
-                    continue;
+                    return;
                 }
                 let r = groups * GROUP + item - groups;
                 let row = w.plain_row(r);
@@ -98,27 +151,27 @@ pub fn matmul<const N: usize>(
                         }
                     }
                 }
-            }
+            });
         }
     });
 }
 
 /// Split `data` into chunks of `len` values and call `f(thread, index,
 /// chunk)` for every chunk, the chunks shared out over the pool's threads
-/// in contiguous spans (attention heads, for instance).
+/// as [`Shares`] of one (attention heads, for instance).
 pub fn for_each_chunk(pool: &Pool, data: &mut [f32], len: usize, f: &(dyn Fn(usize, usize, &mut [f32]) + Sync)) {
     assert!(len > 0 && data.len().is_multiple_of(len), "for_each_chunk: {} values in chunks of {len}", data.len());
     let count = data.len() / len;
     let base = Out(data.as_mut_ptr(), data.len());
-    let n = pool.threads();
-    pool.run(&|t| {
-        for i in span(count, t, n) {
-            // SAFETY: chunk `i` lies inside `data` (i < count), and the spans
-            // of different threads are disjoint, so no two `&mut` alias; `data`
-            // stays borrowed until `run` returns.
+    let shares = Shares::new(count, pool.threads(), 1);
+    pool.share(&|t| {
+        shares.each(t, |i| {
+            // SAFETY: chunk `i` lies inside `data` (i < count), and every
+            // index is claimed by one thread only, so no two `&mut` alias;
+            // `data` stays borrowed until `run` returns.
             let chunk = unsafe { std::slice::from_raw_parts_mut(base.ptr().add(i * len), len) };
             f(t, i, chunk);
-        }
+        });
     });
 }
 

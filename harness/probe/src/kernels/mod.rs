@@ -43,7 +43,7 @@ mod x86;
 use std::sync::OnceLock;
 
 pub use attention::{attend, KvRows};
-pub use matmul::{argmax, for_each_chunk, matmul, span};
+pub use matmul::{argmax, for_each_chunk, matmul, span, Shares};
 pub use pool::Pool;
 pub use qmatrix::{QMatrix, WeightType, GROUP, WEIGHT_TYPES};
 pub use select::{choose_kernels, x8_choice, x8_variant, Choice, X8, X8_VARIANTS};

@@ -2,9 +2,17 @@
 //!
 //! A decode step runs about five parallel regions per layer (a hundred and
 //! more per token), each a few tens of microseconds long, so handing work out
-//! must cost well under a microsecond. Workers spin on a generation counter
-//! while work keeps coming and sleep on a condition variable after a pause,
-//! so an idle pool costs nothing. The calling thread does the first share.
+//! must cost well under a microsecond. Workers spin on the region state while
+//! work keeps coming and sleep on a condition variable after a pause, so an
+//! idle pool costs nothing. The calling thread does the first share.
+//!
+//! Two kinds of region. [`Pool::run`] calls the job once for every thread
+//! index and waits for all of them. [`Pool::share`] waits only for the
+//! caller's own call and for workers already inside the job: a worker that
+//! has not joined by then (descheduled by the OS: on two cores under another
+//! load, waiting for it made every region last a time slice) skips the
+//! region. Its jobs must let any set of calls that includes index 0 do all the
+//! work ([`super::Shares`]).
 
 use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
@@ -19,23 +27,32 @@ const SPINS: u32 = 1 << 15;
 type Job = dyn Fn(usize) + Sync;
 
 struct Shared {
-    /// The running job; only valid while a generation is in flight.
+    /// The running job; only valid while a region is open.
     job: UnsafeCell<*const Job>,
-    generation: AtomicU64,
+    /// `2 * generation`, plus 1 once that region is closed: workers enter
+    /// only an open region they have not run yet.
+    state: AtomicU64,
+    /// Workers inside (or deciding whether to enter) the job.
+    active: AtomicUsize,
     done: AtomicUsize,
     sleepers: AtomicUsize,
     quit: AtomicBool,
     panicked: AtomicBool,
     lock: Mutex<()>,
     wake: Condvar,
+    /// Tests: microseconds a worker waits between seeing a region open and
+    /// joining it, as a descheduled worker would.
+    #[cfg(test)]
+    join_delay_us: AtomicU64,
 }
 
-// SAFETY: `job` is written only in `Pool::run` while no generation is in
-// flight (every worker has reported `done`), and read by workers only after
-// they observe the generation that published it. Only one thread can be in
-// `run` at a time because `Pool` is `!Sync`: its `_not_sync:
-// PhantomData<Cell<()>>` field enforces that, so two threads can never share
-// a `&Pool` and write `job` concurrently.
+// SAFETY: `job` is written only in `Pool::open`, while no region is open and
+// no worker is active (the previous region waited for `active` to reach 0
+// after closing), and read by a worker only after it has announced itself in
+// `active` and seen, afterwards, that the region it observed is still open
+// (see `worker`): the closing caller then waits for it. Only one thread can
+// open regions because `Pool` is `!Sync` (its `_not_sync:
+// PhantomData<Cell<()>>` field), so `job` is never written concurrently.
 unsafe impl Sync for Shared {}
 // SAFETY: the raw job pointer is the only non-Send field; it is only
 // dereferenced under the protocol above, on the worker threads that `Pool`
@@ -46,7 +63,7 @@ unsafe impl Send for Shared {}
 pub struct Pool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
-    /// `run` must not be called from two threads at once: keep `Pool` !Sync.
+    /// Regions must not be opened from two threads at once: keep `Pool` !Sync.
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -58,19 +75,31 @@ impl std::fmt::Debug for Pool {
 
 fn noop(_: usize) {}
 
+fn spin(spins: &mut u32) {
+    *spins = spins.wrapping_add(1);
+    if *spins < SPINS {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
 impl Pool {
     /// A pool of `threads` (at least 1) including the calling thread.
     pub fn new(threads: usize) -> Pool {
         let noop: &'static Job = &noop;
         let shared = Arc::new(Shared {
             job: UnsafeCell::new(noop as *const Job),
-            generation: AtomicU64::new(0),
+            state: AtomicU64::new(1),
+            active: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
             quit: AtomicBool::new(false),
             panicked: AtomicBool::new(false),
             lock: Mutex::new(()),
             wake: Condvar::new(),
+            #[cfg(test)]
+            join_delay_us: AtomicU64::new(0),
         });
         let workers = (1..threads.max(1))
             .map(|index| {
@@ -93,32 +122,54 @@ impl Pool {
     /// parallel, and return when all calls have returned. A panic in any
     /// call is re-raised here.
     pub fn run(&self, f: &(dyn Fn(usize) + Sync)) {
+        self.region(f, true)
+    }
+
+    /// Call `f(0)` here and `f(i)` on each worker that joins while it runs;
+    /// return once `f(0)` and every joined call have returned. `f` must
+    /// finish the region's work whichever calls (index 0 among them) are
+    /// made. A panic in any call is re-raised here.
+    pub fn share(&self, f: &(dyn Fn(usize) + Sync)) {
+        self.region(f, false)
+    }
+
+    /// Tests: make the workers join every region `us` microseconds late.
+    #[cfg(test)]
+    pub(super) fn delay_joins(&self, us: u64) {
+        self.shared.join_delay_us.store(us, SeqCst);
+    }
+
+    fn region(&self, f: &(dyn Fn(usize) + Sync), every: bool) {
         if self.workers.is_empty() {
             return f(0);
         }
         let sh = &*self.shared;
-        // SAFETY: no generation is in flight (the previous `run` waited for
-        // every worker), so no worker reads `job` now. The lifetime is erased
-        // because this function does not return until every worker is done
-        // with `f`, even when `f` panics.
+        // SAFETY: no region is open and no worker is active (the previous
+        // region waited for `active == 0` after closing), so no worker reads
+        // `job` now. The lifetime is erased because this function does not
+        // return until no worker is inside `f`, even when `f` panics.
         unsafe {
             *sh.job.get() = std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const Job>(f);
         }
         sh.done.store(0, Relaxed);
-        sh.generation.fetch_add(1, SeqCst);
+        let open = sh.state.load(Relaxed) + 1;
+        sh.state.store(open, SeqCst);
         if sh.sleepers.load(SeqCst) > 0 {
             let _guard = sh.lock.lock().unwrap_or_else(|e| e.into_inner());
             sh.wake.notify_all();
         }
         let mine = catch_unwind(AssertUnwindSafe(|| f(0)));
         let mut spins = 0u32;
-        while sh.done.load(Acquire) < self.workers.len() {
-            spins = spins.wrapping_add(1);
-            if spins < SPINS {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+        if every {
+            while sh.done.load(Acquire) < self.workers.len() {
+                spin(&mut spins);
             }
+        }
+        // Close the region, then wait for the workers inside it. A worker
+        // that announces itself after this load sees the region closed.
+        sh.state.store(open + 1, SeqCst);
+        while sh.active.load(SeqCst) > 0 {
+            spin(&mut spins);
         }
         if let Err(p) = mine {
             std::panic::resume_unwind(p);
@@ -130,17 +181,17 @@ impl Pool {
 }
 
 fn worker(sh: &Shared, index: usize) {
+    // The last region this worker ran or passed over.
     let mut seen = 0u64;
     loop {
         let mut spins = 0u32;
-        loop {
+        let open = loop {
             if sh.quit.load(Acquire) {
                 return;
             }
-            let g = sh.generation.load(Acquire);
-            if g != seen {
-                seen = g;
-                break;
+            let s = sh.state.load(Acquire);
+            if s.is_multiple_of(2) && s != seen {
+                break s;
             }
             spins += 1;
             if spins < SPINS {
@@ -149,9 +200,10 @@ fn worker(sh: &Shared, index: usize) {
             }
             let guard = sh.lock.lock().unwrap_or_else(|e| e.into_inner());
             sh.sleepers.fetch_add(1, SeqCst);
-            // Re-check under the lock: `run` bumps the generation before it
-            // looks for sleepers, and notifies under this lock.
-            let guard = if sh.generation.load(SeqCst) == seen && !sh.quit.load(SeqCst) {
+            // Re-check under the lock: a region is opened before the
+            // caller looks for sleepers, and it notifies under this lock.
+            let s = sh.state.load(SeqCst);
+            let guard = if (!s.is_multiple_of(2) || s == seen) && !sh.quit.load(SeqCst) {
                 sh.wake.wait(guard).unwrap_or_else(|e| e.into_inner())
             } else {
                 guard
@@ -159,14 +211,25 @@ fn worker(sh: &Shared, index: usize) {
             sh.sleepers.fetch_sub(1, SeqCst);
             drop(guard);
             spins = 0;
+        };
+        seen = open;
+        #[cfg(test)]
+        std::thread::sleep(std::time::Duration::from_micros(sh.join_delay_us.load(Relaxed)));
+        // Announce, then check the region is still the open one: if the
+        // caller closed it before seeing this worker in `active`, it has
+        // moved on and `job` may already be another region's.
+        sh.active.fetch_add(1, SeqCst);
+        if sh.state.load(SeqCst) == open {
+            // SAFETY: the region that published `job` is still open and this
+            // worker is counted in `active`, so the caller keeps `job` alive
+            // and unchanged until this worker leaves.
+            let job = unsafe { &**sh.job.get() };
+            if catch_unwind(AssertUnwindSafe(|| job(index))).is_err() {
+                sh.panicked.store(true, SeqCst);
+            }
+            sh.done.fetch_add(1, Release);
         }
-        // SAFETY: the generation just observed was published after `job` was
-        // written, and `run` keeps `job` alive until this worker reports done.
-        let job = unsafe { &**sh.job.get() };
-        if catch_unwind(AssertUnwindSafe(|| job(index))).is_err() {
-            sh.panicked.store(true, SeqCst);
-        }
-        sh.done.fetch_add(1, Release);
+        sh.active.fetch_sub(1, SeqCst);
     }
 }
 

@@ -148,6 +148,35 @@ fn interleaved_kernel_matches_the_portable_one() {
 }
 
 #[test]
+fn shares_are_claimed_once_and_a_thread_that_never_runs_leaves_nothing_undone() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    for (total, n, chunk) in [(0, 2, 1), (1, 2, 1), (7, 2, 3), (100, 3, 4), (1000, 4, 13)] {
+        // Every item exactly once, the threads running at once.
+        let seen: Vec<AtomicU32> = (0..total).map(|_| AtomicU32::new(0)).collect();
+        let shares = Shares::new(total, n, chunk);
+        std::thread::scope(|s| {
+            for t in 0..n {
+                let (shares, seen) = (&shares, &seen);
+                s.spawn(move || shares.each(t, |i| _ = seen[i].fetch_add(1, Ordering::Relaxed)));
+            }
+        });
+        assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1), "{total} over {n} by {chunk}");
+        // Thread 0 alone (the others descheduled for the whole region) does it all.
+        let shares = Shares::new(total, n, chunk);
+        let mut mine = Vec::new();
+        shares.each(0, |i| mine.push(i));
+        mine.sort_unstable();
+        assert_eq!(mine, (0..total).collect::<Vec<_>>());
+        // Its own span comes first.
+        let shares = Shares::new(total, n, chunk);
+        let mut order = Vec::new();
+        shares.each(1 % n, |i| order.push(i));
+        let own = span(total, 1 % n, n);
+        assert_eq!(&order[..own.len()], &own.collect::<Vec<_>>()[..]);
+    }
+}
+
+#[test]
 fn span_covers_everything_once() {
     for total in [0, 1, 5, 896, 1001] {
         for n in 1..5 {
@@ -198,6 +227,46 @@ fn pool_runs_every_index_once_per_call_many_times() {
             hits[i].fetch_add(1, Ordering::Relaxed);
         });
         assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 20_001));
+    });
+}
+
+#[test]
+fn a_shared_region_does_not_wait_for_a_late_worker_and_no_region_runs_twice() {
+    within(120, || {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let pool = Pool::new(2);
+        // Workers join 20 ms late: a shared region is done by the caller's
+        // share alone, without waiting for them.
+        pool.delay_joins(20_000);
+        let (items, calls) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let start = std::time::Instant::now();
+        for _ in 0..50 {
+            let shares = Shares::new(64, 2, 4);
+            pool.share(&|t| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                shares.each(t, |_| _ = items.fetch_add(1, Ordering::Relaxed));
+            });
+        }
+        let took = start.elapsed();
+        assert_eq!(items.load(Ordering::Relaxed), 64 * 50, "every item of every region, once");
+        assert!(took < std::time::Duration::from_millis(500), "50 regions waited for the late worker: {took:?}");
+        assert!(calls.load(Ordering::Relaxed) < 100, "the late worker joined regions already closed");
+        // `run` still waits for every index, late or not, once each.
+        let hits: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+        for _ in 0..20 {
+            pool.share(&|_| {});
+            pool.run(&|i| _ = hits[i].fetch_add(1, Ordering::Relaxed));
+        }
+        assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 20), "{hits:?}");
+        // On time, mixed regions many times over: still exact.
+        pool.delay_joins(0);
+        let (items, hits) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        for _ in 0..20_000 {
+            let shares = Shares::new(16, 2, 1);
+            pool.share(&|t| shares.each(t, |_| _ = items.fetch_add(1, Ordering::Relaxed)));
+            pool.run(&|_| _ = hits.fetch_add(1, Ordering::Relaxed));
+        }
+        assert_eq!((items.into_inner(), hits.into_inner()), (16 * 20_000, 2 * 20_000));
     });
 }
 
