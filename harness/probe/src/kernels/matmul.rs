@@ -22,10 +22,21 @@ pub fn span(total: usize, t: usize, n: usize) -> Range<usize> {
 /// runs again (on two cores under another load, fixed spans made decode
 /// collapse).
 pub struct Shares {
-    /// Per thread: the next unclaimed item of its span (may run past the end).
-    next: Vec<Cursor>,
+    /// Per thread: the next unclaimed item of its span (may run past the
+    /// end). Inline for up to [`INLINE`] threads: a region must not allocate.
+    next: Cursors,
+    threads: usize,
     total: usize,
     chunk: usize,
+}
+
+/// Threads whose cursors live inline in [`Shares`].
+const INLINE: usize = 4;
+
+#[allow(clippy::large_enum_variant)] // inline on purpose: a region must not allocate
+enum Cursors {
+    Inline([Cursor; INLINE]),
+    Heap(Vec<Cursor>),
 }
 
 /// A claim cursor on a cache line of its own, so two threads' claims never
@@ -36,19 +47,35 @@ struct Cursor(AtomicUsize);
 impl Shares {
     /// `total` items over `n` threads, claimed `chunk` at a time (at least 1).
     pub fn new(total: usize, n: usize, chunk: usize) -> Shares {
-        let next = (0..n).map(|t| Cursor(AtomicUsize::new(span(total, t, n).start))).collect();
-        Shares { next, total, chunk: chunk.max(1) }
+        let n = n.max(1);
+        let at = |t: usize| Cursor(AtomicUsize::new(span(total, t, n).start));
+        let next = if n <= INLINE {
+            Cursors::Inline(std::array::from_fn(at))
+        } else {
+            Cursors::Heap((0..n).map(at).collect())
+        };
+        Shares { next, threads: n, total, chunk: chunk.max(1) }
+    }
+
+    fn cursor(&self, t: usize) -> &AtomicUsize {
+        match &self.next {
+            Cursors::Inline(c) => &c[t].0,
+            Cursors::Heap(c) => &c[t].0,
+        }
     }
 
     /// Call `f(item)` for every item thread `t` claims; across all threads of
     /// the region every item is claimed exactly once.
     pub fn each(&self, t: usize, mut f: impl FnMut(usize)) {
-        let n = self.next.len();
+        let n = self.threads;
         for k in 0..n {
             let owner = (t + k) % n;
-            let end = span(self.total, owner, n).end;
-            loop {
-                let start = self.next[owner].0.fetch_add(self.chunk, Relaxed);
+            let (end, cursor) = (span(self.total, owner, n).end, self.cursor(owner));
+            // Another thread's span is read before it is claimed from: an
+            // exhausted one (the usual case when the threads keep pace) then
+            // costs a shared read, not a write to the owner's cache line.
+            while k == 0 || cursor.load(Relaxed) < end {
+                let start = cursor.fetch_add(self.chunk, Relaxed);
                 if start >= end {
                     break;
                 }
@@ -58,10 +85,10 @@ impl Shares {
     }
 }
 
-/// Chunks of about an eighth of a thread's share: few enough claims to cost
+/// Chunks of about a quarter of a thread's share: few enough claims to cost
 /// nothing next to the work, small enough to rebalance a region.
 fn chunk_for(total: usize, n: usize) -> usize {
-    total.div_ceil(8 * n.max(1))
+    total.div_ceil(4 * n.max(1))
 }
 
 /// A shared output buffer that threads write at disjoint indices.
