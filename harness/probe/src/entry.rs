@@ -127,15 +127,29 @@ pub fn run(a: &Args) -> Result<Outcome, EntryError> {
 
 /// Write via a temporary file and rename, so a crash never leaves half a
 /// file (a probe killed mid-write leaves the name absent). The temporary
-/// name keeps the whole file name (`results.json.tmp~`), so two files that
+/// name keeps the whole file name ([`temporary_sibling`]), so two files that
 /// differ only in extension can be written at once. The harness writes its
 /// own files with this too.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp~");
-    let tmp = path.with_file_name(name);
+    let tmp = temporary_sibling(path, "tmp~");
     std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// A name beside `path` for writing it before a rename: the whole file name,
+/// then this process's id and a count, then `suffix`
+/// (`results.json.4711.0.tmp~`). Every writer gets its own, so two
+/// processes (or threads) writing the same file at once each rename a whole
+/// file into place; with one shared name they wrote into each other's
+/// temporary file, and one's rename took it from under the other.
+pub fn temporary_sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.{n}.{suffix}", std::process::id()));
+    path.with_file_name(name)
 }
 
 /// A probe runs in a process group of its own (so a timeout can kill what

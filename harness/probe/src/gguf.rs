@@ -503,13 +503,26 @@ pub fn write_model(s: &Shape, seed: u64, path: &Path) -> Result<(), GgufError> {
 /// position encoding (at 0.02 attention is nearly uniform and hides it).
 pub fn write_model_with_std(s: &Shape, seed: u64, path: &Path, std: f32) -> Result<(), GgufError> {
     let plan = tensor_plan(s)?;
-    let meta = metadata(s, &format!("pocketbench {} ({s})", s.id()));
-    let tmp = path.with_extension("gguf.partial");
-    let ioerr = |source| GgufError::Io { path: tmp.clone(), source };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(ioerr)?;
+        std::fs::create_dir_all(dir).map_err(|source| GgufError::Io { path: dir.to_path_buf(), source })?;
     }
-    let mut w = BufWriter::new(File::create(&tmp).map_err(ioerr)?);
+    // Its own temporary file: two sweeps (or tests) building the same
+    // cached model at once each rename a whole file into place. It is
+    // removed when anything fails, so failures leave nothing behind.
+    let tmp = crate::entry::temporary_sibling(path, "partial");
+    let written = write_file(s, &plan, seed, std, &tmp).and_then(|()| {
+        std::fs::rename(&tmp, path).map_err(|source| GgufError::Io { path: path.to_path_buf(), source })
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+fn write_file(s: &Shape, plan: &[TensorPlan], seed: u64, std: f32, tmp: &Path) -> Result<(), GgufError> {
+    let meta = metadata(s, &format!("pocketbench {} ({s})", s.id()));
+    let ioerr = |source| GgufError::Io { path: tmp.to_path_buf(), source };
+    let mut w = BufWriter::new(File::create(tmp).map_err(ioerr)?);
     (|| -> std::io::Result<()> {
         w.write_all(b"GGUF")?;
         w.write_all(&3u32.to_le_bytes())?;
@@ -520,7 +533,7 @@ pub fn write_model_with_std(s: &Shape, seed: u64, path: &Path, std: f32) -> Resu
             put_meta(&mut w, v)?;
         }
         let mut offset = 0u64;
-        for t in &plan {
+        for t in plan {
             put_str(&mut w, &t.name)?;
             w.write_all(&(t.dims.len() as u32).to_le_bytes())?;
             for d in t.dims.iter().rev() {
@@ -533,13 +546,11 @@ pub fn write_model_with_std(s: &Shape, seed: u64, path: &Path, std: f32) -> Resu
         pad(&mut w)
     })()
     .map_err(ioerr)?;
-    for t in &plan {
+    for t in plan {
         generate_with(t, seed, CHUNK_ELEMS, std, |b| w.write_all(b))?;
         pad(&mut w).map_err(ioerr)?;
     }
-    w.flush().map_err(ioerr)?;
-    drop(w);
-    std::fs::rename(&tmp, path).map_err(|source| GgufError::Io { path: path.to_path_buf(), source })
+    w.flush().map_err(ioerr)
 }
 
 /// Bytes the tensors occupy in the file.

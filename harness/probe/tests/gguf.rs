@@ -208,3 +208,28 @@ fn storage_says_how_a_group_form_differs_from_the_compact_one() {
     assert!(d.contains("q4_1 blocks of 32") && d.contains("5.00 bits per weight stored") && d.contains("4.50"), "{d}");
     assert_eq!(Storage::of(Quant::Q4_1).unwrap().describe(Quant::Q4_1), "q4_1 as ggml q4_1");
 }
+
+#[test]
+fn writers_building_the_same_model_at_once_each_rename_a_whole_file() {
+    // Two sweeps, or parallel tests, building one cached model: with one
+    // shared temporary name they wrote into each other's file and one
+    // rename took it from under the other ("No such file or directory").
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gguf").join("same.gguf");
+    let s = tiny(Quant::Q4_0, true);
+    for _ in 0..5 {
+        let _ = std::fs::remove_file(&path);
+        std::thread::scope(|scope| {
+            let writers: Vec<_> =
+                (0..4).map(|_| scope.spawn(|| pocketbench_probe::gguf::write_model(&s, 7, &path))).collect();
+            for w in writers {
+                w.join().unwrap().unwrap();
+            }
+        });
+        let lone = dir.path().join("lone.gguf");
+        pocketbench_probe::gguf::write_model(&s, 7, &lone).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(&lone).unwrap(), "a whole, identical file");
+        let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("same.gguf")], "no temporary file left behind");
+    }
+}
