@@ -132,8 +132,9 @@ pub fn run(a: &Args) -> Result<Outcome, EntryError> {
 /// own files with this too.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = temporary_sibling(path, "tmp~");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
+    // A failed write or rename removes its temporary file: the names are
+    // unique, so nothing else would ever reuse (and so clear) it.
+    std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
 }

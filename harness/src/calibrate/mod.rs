@@ -452,9 +452,10 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
 /// fitted to) under its stored parameters, the model `predict` uses.
 /// Nothing is fitted or written.
 pub fn check(device: &Device, points: &[crate::device::PointToml]) -> Result<Vec<Residual>, crate::Error> {
-    let cerr = |message: String| CalibrationError::Write { path: device.origin.to_string(), message };
-    let text = crate::device::home::text_of(&device.origin).map_err(|e| cerr(e.to_string()))?;
-    let text = with_points(&text, points).map_err(|e| cerr(e.to_string()))?;
+    let origin = device.origin.to_string();
+    let text = crate::device::home::text_of(&device.origin).map_err(|e| crate::Error::io(Path::new(&origin), e))?;
+    let text =
+        with_points(&text, points).map_err(|e| CalibrationError::Write { path: origin, message: e.to_string() })?;
     let with = crate::device::parse(device.origin.clone(), &text)?;
     let first = device.profile.calibration.len();
     Ok(residuals(&with, &device.model)

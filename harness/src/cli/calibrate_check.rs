@@ -42,13 +42,8 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
         Some(f) => Design::check_file(f).map_err(|e| Usage(e.to_string()))?,
         None => Design::check_built_in(),
     };
+    // `measure_design` builds (so checks) every job before it measures one.
     let settings = settings(a.threads)?;
-    // Every job is checked before anything is measured.
-    for p in &design.points {
-        for w in &p.workloads {
-            settings.job(device, p.shape, *w).map_err(pocketbench::Error::from)?;
-        }
-    }
     let label = device.calibration_label();
     eprintln!(
         "checking {label} on {} (fingerprint {}): {} design, {} shapes, {} jobs x {} rounds, {} threads",

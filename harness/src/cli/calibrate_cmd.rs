@@ -169,17 +169,15 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
     for w in &cal.warnings {
         outln!("  warning: {w}");
     }
+    let held: Vec<_> = cal.residuals.iter().filter(|r| r.holdout).cloned().collect();
     for metric in ["decode", "prefill", "peak-memory"] {
-        let held: Vec<f64> =
-            cal.residuals.iter().filter(|r| r.holdout && r.metric == metric).map(|r| r.rel_error.abs()).collect();
-        if !held.is_empty() {
-            let worst = held.iter().copied().fold(0.0, f64::max);
-            let mean = held.iter().sum::<f64>() / held.len() as f64;
+        // No tolerance is reported here: only the mean and worst errors.
+        if let Some(a) = pocketbench::calibrate::accuracy(&held, metric, 0.0) {
             outln!(
                 "  held-out {metric}: {} point(s), mean |error| {:.1}%, worst {:.1}%",
-                held.len(),
-                mean * 100.0,
-                worst * 100.0
+                a.points,
+                a.mean_abs_error * 100.0,
+                a.worst_abs_error * 100.0
             );
         }
     }

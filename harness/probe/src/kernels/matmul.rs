@@ -94,7 +94,7 @@ fn chunk_for(total: usize, n: usize) -> usize {
 /// A shared output buffer that threads write at disjoint indices.
 struct Out(*mut f32, usize);
 // SAFETY: threads write disjoint indices (each item, so each row, is
-// claimed by one thread: `Shares`), and the buffer outlives the `Pool::run`
+// claimed by one thread: `Shares`), and the buffer outlives the `Pool::share`
 // call that uses it.
 unsafe impl Sync for Out {}
 

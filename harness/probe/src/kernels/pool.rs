@@ -46,7 +46,7 @@ struct Shared {
     join_delay_us: AtomicU64,
 }
 
-// SAFETY: `job` is written only in `Pool::open`, while no region is open and
+// SAFETY: `job` is written only in `Pool::region`, while no region is open and
 // no worker is active (the previous region waited for `active` to reach 0
 // after closing), and read by a worker only after it has announced itself in
 // `active` and seen, afterwards, that the region it observed is still open
