@@ -91,7 +91,7 @@ fn native_logits_match_candle_transformers() {
         let path = model_file_of(quant, tied, qk_norm, &dir);
         let mut reference = CandleModel::load(&path).unwrap();
         assert!(matches!(reference, CandleModel::Llama(_)) != qk_norm, "qwen3 with QK-norm, llama without");
-        let mut native = NativeModel::load(&path, threads, 64).unwrap();
+        let mut native = NativeModel::load(&path, threads, CHUNK + 16).unwrap();
         assert_eq!(native.config().vocab, 512);
         let case = format!("{quant} tied={tied} qk-norm={qk_norm}");
 

@@ -43,8 +43,8 @@ impl KvRows<'_> {
 
 /// Attention of `q` (the query heads of one KV head, `group * dh` values)
 /// over positions `0..len`: `out` (`group * dh`) gets each head's softmax-
-/// weighted sum of value rows. `scores` holds at least `len` values and
-/// `row` at least `dh` (scratch for the portable path).
+/// weighted sum of value rows. `scores` holds at least `group * len` values
+/// and `row` at least `dh` (scratch for the portable path).
 #[allow(clippy::too_many_arguments)] // one call site; a struct would only rename them
 pub fn attend(
     q: &[f32],
@@ -57,24 +57,53 @@ pub fn attend(
     out: &mut [f32],
 ) {
     let dh = row.len();
-    assert!(q.len().is_multiple_of(dh) && out.len() == q.len() && scores.len() >= len && len > 0, "attend: sizes");
+    let group = q.len() / dh.max(1);
+    assert!(
+        dh > 0 && q.len().is_multiple_of(dh) && out.len() == q.len() && scores.len() >= group * len && len > 0,
+        "attend: sizes"
+    );
     for kv in [&k, &v] {
         assert!(kv.covers(len, dh), "attend: rows beyond the cache");
     }
-    let scores = &mut scores[..len];
-    for (qh, oh) in q.chunks_exact(dh).zip(out.chunks_exact_mut(dh)) {
-        match isa() {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: AVX2/FMA/F16C detected by `isa()`; `covers` checked
-            // that every row `offset + p * stride + dh` with `p < len` lies
-            // inside `data`, which is what `scores_f16` and
-            // `weighted_sum_f16` require (`qh` and `oh` are `dh` long).
-            Isa::Avx2 => unsafe {
-                x86::scores_f16(qh, k.data, k.stride, k.offset, scale, scores);
-                x86::softmax(scores);
-                x86::weighted_sum_f16(scores, v.data, v.stride, v.offset, oh);
-            },
-            _ => {
+    match isa() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2/FMA/F16C detected by `isa()`; `covers` checked that
+        // every row `offset + p * stride + dh` with `p < len` lies inside
+        // `data`, and the sizes above give each head `dh` query and output
+        // values and `len` scores, which is what the kernels require.
+        Isa::Avx2 if dh.is_multiple_of(8) => unsafe {
+            // Up to four heads share each key row's conversion, two each value row's.
+            let mut h = 0;
+            while h < group {
+                let n = (group - h).min(4);
+                let (qh, sh) = (&q[h * dh..(h + n) * dh], &mut scores[h * len..(h + n) * len]);
+                let (data, stride, offset) = (k.data, k.stride, k.offset);
+                match n {
+                    4 => x86::scores_f16_heads::<4>(qh, dh, data, stride, offset, scale, len, sh),
+                    3 => x86::scores_f16_heads::<3>(qh, dh, data, stride, offset, scale, len, sh),
+                    2 => x86::scores_f16_heads::<2>(qh, dh, data, stride, offset, scale, len, sh),
+                    _ => x86::scores_f16(qh, data, stride, offset, scale, sh),
+                }
+                h += n;
+            }
+            for sh in scores[..group * len].chunks_exact_mut(len) {
+                x86::softmax(sh);
+            }
+            let mut h = 0;
+            while h < group {
+                let n = (group - h).min(2);
+                let (sh, oh) = (&scores[h * len..(h + n) * len], &mut out[h * dh..(h + n) * dh]);
+                if n == 2 {
+                    x86::weighted_sum_f16_heads::<2>(sh, len, v.data, v.stride, v.offset, oh);
+                } else {
+                    x86::weighted_sum_f16(sh, v.data, v.stride, v.offset, oh);
+                }
+                h += n;
+            }
+        },
+        _ => {
+            let scores = &mut scores[..len];
+            for (qh, oh) in q.chunks_exact(dh).zip(out.chunks_exact_mut(dh)) {
                 for (p, s) in scores.iter_mut().enumerate() {
                     f16_to_f32_slice(k.row(p, dh), row);
                     *s = dot_f32(qh, row) * scale;

@@ -168,30 +168,31 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
 fn every_tile_kernel_matches_the_portable_kernel_token_by_token() {
     let mut r = rand::rngs::StdRng::seed_from_u64(6);
     for v in X8_VARIANTS.into_iter().filter(|v| v.supported() && tile_tokens_of(*v) > 1) {
-        let tt = tile_tokens_of(v);
+        let (tt, k) = (tile_tokens_of(v), tile_groups_of(v));
         for nb in [1, 3, 28] {
             let cols = nb * BLOCK;
             let x: Vec<f32> = (0..tt * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
             let mut xq = vec![BlockQ8::default(); tt * nb];
             quantize_q8(&x, &mut xq);
             for (kind, min) in [(WeightType::Q4_0, false), (WeightType::Q4_1, true)] {
-                let (g, _) = quantized(kind, 8, cols, nb as u64 + 3);
-                let m = QMatrix::new(kind, 8, cols, g).unwrap();
-                let mut got = vec![[0f32; 8]; tt];
+                let (g, _) = quantized(kind, 8 * k, cols, nb as u64 + 3);
+                let m = QMatrix::new(kind, 8 * k, cols, g).unwrap();
+                let mut got = vec![[0f32; 8]; k * tt];
                 // SAFETY: supported, a tile kernel exists, and the lengths match.
-                unsafe { tile_with(v, min, m.group(0), &xq, nb, &mut got) };
-                for (t, row) in got.iter().enumerate() {
+                unsafe { tile_with(v, min, m.group_run(0, k), &xq, nb, &mut got) };
+                for (i, row) in got.iter().enumerate() {
+                    let (group, t) = (i / tt, i % tt);
                     let mut want = [0f32; 8];
                     let xt = &xq[t * nb..(t + 1) * nb];
                     if min {
-                        scalar::dot_q4x8::<true>(m.group(0), xt, &mut want)
+                        scalar::dot_q4x8::<true>(m.group(group), xt, &mut want)
                     } else {
-                        scalar::dot_q4x8::<false>(m.group(0), xt, &mut want)
+                        scalar::dot_q4x8::<false>(m.group(group), xt, &mut want)
                     }
                     for (a, b) in row.iter().zip(&want) {
                         assert!(
                             close(*a, *b, b.abs()),
-                            "{} {} nb={nb} token {t}: {row:?} vs {want:?}",
+                            "{} {} nb={nb} group {group} token {t}: {row:?} vs {want:?}",
                             v.name(),
                             kind.name()
                         );

@@ -133,38 +133,50 @@ pub fn matmul<const N: usize>(
     }
     let outs = outs.map(|o| Out(o.as_mut_ptr(), o.len()));
     let n = pool.threads();
-    // Prompt chunks run whole tiles of tokens through the prefill kernel,
-    // the remaining tokens (and decode's one) through the per-token one.
+    // Prompt chunks run whole tiles of tokens through the prefill kernel
+    // (over `per` groups a call), the remaining tokens (and decode's one)
+    // through the per-token one. A work item is `per` groups, or one tail row.
     let tile = super::tile_tokens();
     let tiled = if tile > 1 { tokens / tile * tile } else { 0 };
-    let shares = ws.map(|w| Shares::new(w.items(), n, chunk_for(w.items(), n)));
+    let per = if tiled > 0 { super::tile_groups() } else { 1 };
+    let units = |w: &QMatrix| w.groups().div_ceil(per);
+    let shares = ws.map(|w| {
+        let items = w.items() - w.groups() + units(w);
+        Shares::new(items, n, chunk_for(items, n))
+    });
     pool.share(&|t| {
         for ((w, out), shares) in ws.iter().zip(&outs).zip(&shares) {
             let (groups, kernel) = (w.groups(), w.kind.row_kernel());
             let min = w.kind == WeightType::Q4_1;
             let x8: fn(&[u8], &[BlockQ8], &mut [f32; GROUP]) = if min { super::dot_q4_1x8 } else { super::dot_q4_0x8 };
             let mut lanes = [0f32; GROUP];
-            let mut tiles = [[0f32; GROUP]; 8];
+            let mut tiles = [[0f32; GROUP]; 16];
+            let units = units(w);
             shares.each(t, |item| {
-                if item < groups {
-                    let g = w.group(item);
+                if item < units {
+                    let (g0, k) = (item * per, per.min(groups - item * per));
+                    let run = w.group_run(g0, k);
                     for t0 in (0..tiled).step_by(tile.max(1)) {
-                        super::dot_q4x8_tile(min, g, &xq[t0 * nb..(t0 + tile) * nb], nb, &mut tiles[..tile]);
-                        for (j, lanes) in tiles[..tile].iter().enumerate() {
+                        let tiles = &mut tiles[..k * tile];
+                        super::dot_q4x8_tile(min, run, &xq[t0 * nb..(t0 + tile) * nb], nb, tiles);
+                        for (i, lanes) in tiles.iter().enumerate() {
+                            let (g, j) = (g0 + i / tile, i % tile);
                             for (lane, v) in lanes.iter().enumerate() {
-                                out.set((t0 + j) * w.rows + item * GROUP + lane, *v);
+                                out.set((t0 + j) * w.rows + g * GROUP + lane, *v);
                             }
                         }
                     }
-                    for (b, xb) in xq.chunks_exact(nb).enumerate().skip(tiled) {
-                        x8(g, xb, &mut lanes);
-                        for (lane, v) in lanes.iter().enumerate() {
-                            out.set(b * w.rows + item * GROUP + lane, *v);
+                    for g in g0..g0 + k {
+                        for (b, xb) in xq.chunks_exact(nb).enumerate().skip(tiled) {
+                            x8(w.group(g), xb, &mut lanes);
+                            for (lane, v) in lanes.iter().enumerate() {
+                                out.set(b * w.rows + g * GROUP + lane, *v);
+                            }
                         }
                     }
                     return;
                 }
-                let r = groups * GROUP + item - groups;
+                let r = groups * GROUP + item - units;
                 let row = w.plain_row(r);
                 match kernel {
                     RowKernel::Q8(dot) => {

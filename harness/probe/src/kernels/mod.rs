@@ -185,25 +185,56 @@ fn tile_tokens_of(v: X8) -> usize {
         X8::Avx2 | X8::AvxVnni => tile::T256,
         #[cfg(target_arch = "x86_64")]
         X8::Avx512Vnni => tile::T512,
+        #[cfg(target_arch = "x86_64")]
+        X8::Avx512Vnni16 => tile::T16,
         _ => 1,
     }
 }
 
-/// Eight interleaved Q4_0 (`min` false) or Q4_1 rows times [`tile_tokens`]
-/// tokens of `nb` blocks each (`x`, token after token): `out[t][lane]`.
-pub fn dot_q4x8_tile(min: bool, group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+/// Groups of eight rows one call of the chosen prefill kernel takes.
+pub fn tile_groups() -> usize {
+    tile_groups_of(x8_choice().tile)
+}
+
+fn tile_groups_of(v: X8) -> usize {
+    if v == X8::Avx512Vnni16 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Groups of eight interleaved Q4_0 (`min` false) or Q4_1 rows (one, or
+/// [`tile_groups`] back to back) times [`tile_tokens`] tokens of `nb`
+/// blocks each (`x`, token after token): `out[g * tokens + t][lane]`.
+pub fn dot_q4x8_tile(min: bool, groups: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
     let t = tile_tokens();
-    assert!(t > 1 && out.len() == t && Some(x.len()) == nb.checked_mul(t), "dot_q4x8_tile: {t} tokens");
-    assert_eq!(Some(group.len()), nb.checked_mul(8 * if min { 20 } else { 18 }), "dot_q4x8_tile: group size");
-    // SAFETY: the chosen tile variant is supported; its tile size and the lengths are checked above.
-    unsafe { tile_with(x8_choice().tile, min, group, x, nb, out) }
+    assert!(t > 1 && Some(x.len()) == nb.checked_mul(t), "dot_q4x8_tile: {t} tokens");
+    let one = nb.checked_mul(8 * if min { 20 } else { 18 }).expect("dot_q4x8_tile: group size");
+    let v = x8_choice().tile;
+    // One group of a two-group variant (a matrix's odd last one) takes the
+    // eight-row kernel of the same tile size.
+    let v = match (groups.len() == one, v) {
+        (true, X8::Avx512Vnni16) => X8::Avx512Vnni,
+        _ => v,
+    };
+    let k = tile_groups_of(v);
+    assert!(
+        Some(groups.len()) == one.checked_mul(k) && out.len() == k * t,
+        "dot_q4x8_tile: {k} group(s) of {t} tokens"
+    );
+    // SAFETY: the variant is supported (the chosen one, or the eight-row
+    // AVX-512 one beside the sixteen-row one); its tile size, group count
+    // and the lengths are checked above.
+    unsafe { tile_with(v, min, groups, x, nb, out) }
 }
 
 /// The prefill kernel of variant `v`.
 ///
 /// # Safety
-/// `v` must be [`X8::supported`] with `tile_tokens_of(v) > 1`, `out.len()` that
-/// many tokens, `x.len() == out.len() * nb` and the group `nb` block columns.
+/// `v` must be [`X8::supported`] with `tile_tokens_of(v) > 1`, `x` that many
+/// tokens of `nb` blocks, `group` `tile_groups_of(v)` groups of `nb` block
+/// columns and `out` `tile_groups_of(v)` times the tokens.
 #[allow(unused_variables)] // off x86-64 there is no tile kernel
 unsafe fn tile_with(v: X8, min: bool, group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
     #[cfg(target_arch = "x86_64")]
@@ -216,6 +247,8 @@ unsafe fn tile_with(v: X8, min: bool, group: &[u8], x: &[BlockQ8], nb: usize, ou
             (X8::AvxVnni, true) => tile::tile_avxvnni::<true>(group, x, nb, out),
             (X8::Avx512Vnni, false) => tile::tile_avx512vnni::<false>(group, x, nb, out),
             (X8::Avx512Vnni, true) => tile::tile_avx512vnni::<true>(group, x, nb, out),
+            (X8::Avx512Vnni16, false) => tile::tile16_avx512vnni::<false>(group, x, nb, out),
+            (X8::Avx512Vnni16, true) => tile::tile16_avx512vnni::<true>(group, x, nb, out),
             _ => unreachable!("only the x86 variants have tile kernels"),
         }
     }
@@ -238,7 +271,7 @@ unsafe fn x8_with<const MIN: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut
         X8::AvxVnni => unsafe { tile::row8_avxvnni::<MIN>(group, x, x.len(), std::slice::from_mut(out)) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512 F, BW and VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
-        X8::Avx512Vnni => unsafe { vnni::dot_q4x8_avx512vnni::<MIN>(group, x, out) },
+        X8::Avx512Vnni | X8::Avx512Vnni16 => unsafe { vnni::dot_q4x8_avx512vnni::<MIN>(group, x, out) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: NEON is part of the AArch64 baseline; lengths as the caller guarantees.
         X8::Neon if !MIN => unsafe { neon::dot_q4_0x8(group, x, out) },

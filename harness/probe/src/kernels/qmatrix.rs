@@ -192,8 +192,13 @@ impl QMatrix {
     }
 
     pub(super) fn group(&self, g: usize) -> &[u8] {
+        self.group_run(g, 1)
+    }
+
+    /// Groups `g..g + k`, back to back.
+    pub(super) fn group_run(&self, g: usize, k: usize) -> &[u8] {
         let n = GROUP * self.row_bytes();
-        &self.data[g * n..(g + 1) * n]
+        &self.data[g * n..(g + k) * n]
     }
 
     /// A row-major row (outside the interleaved groups).

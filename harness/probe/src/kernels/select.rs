@@ -26,6 +26,9 @@ pub enum X8 {
     AvxVnni,
     /// x86-64 AVX-512 VNNI (512-bit `vpdpbusd`).
     Avx512Vnni,
+    /// x86-64 AVX-512 VNNI prefill tiles of sixteen rows (two groups) on
+    /// full 512-bit vectors; its matrix-vector kernel is [`X8::Avx512Vnni`]'s.
+    Avx512Vnni16,
 }
 
 impl X8 {
@@ -38,6 +41,7 @@ impl X8 {
             X8::Avx2 => "avx2",
             X8::AvxVnni => "avx-vnni",
             X8::Avx512Vnni => "avx512-vnni",
+            X8::Avx512Vnni16 => "avx512-vnni-16row",
         }
     }
 
@@ -53,7 +57,7 @@ impl X8 {
             #[cfg(target_arch = "x86_64")]
             (X8::AvxVnni, Isa::Avx2) => std::arch::is_x86_feature_detected!("avxvnni"),
             #[cfg(target_arch = "x86_64")]
-            (X8::Avx512Vnni, Isa::Avx2) => {
+            (X8::Avx512Vnni | X8::Avx512Vnni16, Isa::Avx2) => {
                 std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("avx512vl")
@@ -62,10 +66,17 @@ impl X8 {
             _ => false,
         }
     }
+
+    /// A prefill tile variant only: its matrix-vector kernel is another
+    /// variant's, so it is not timed as one.
+    pub fn tile_only(self) -> bool {
+        self == X8::Avx512Vnni16
+    }
 }
 
 /// Every variant, in order of preference when timings tie.
-pub const X8_VARIANTS: [X8; 6] = [X8::Portable, X8::Neon, X8::NeonDot, X8::Avx2, X8::AvxVnni, X8::Avx512Vnni];
+pub const X8_VARIANTS: [X8; 7] =
+    [X8::Portable, X8::Neon, X8::NeonDot, X8::Avx2, X8::AvxVnni, X8::Avx512Vnni, X8::Avx512Vnni16];
 
 /// The variants chosen, and how.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,8 +135,9 @@ pub fn x8_variant() -> X8 {
 }
 
 fn choose(forced: Option<&str>, threads: usize) -> Choice {
-    let supported: Vec<X8> = X8_VARIANTS.into_iter().filter(|v| v.supported() && *v != X8::Portable).collect();
-    let tiles: Vec<X8> = supported.iter().copied().filter(|v| super::tile_tokens_of(*v) > 1).collect();
+    let usable: Vec<X8> = X8_VARIANTS.into_iter().filter(|v| v.supported() && *v != X8::Portable).collect();
+    let tiles: Vec<X8> = usable.iter().copied().filter(|v| super::tile_tokens_of(*v) > 1).collect();
+    let supported: Vec<X8> = usable.into_iter().filter(|v| !v.tile_only()).collect();
     let fixed = |variant: X8, how: &str| Choice {
         variant,
         tile: if super::tile_tokens_of(variant) > 1 { variant } else { X8::Portable },
@@ -184,17 +196,18 @@ fn time(candidates: &[X8], threads: usize, tokens: usize) -> Vec<(X8, f64)> {
     super::quantize_q8(&xf, &mut x);
     let run = |v: X8| -> f64 {
         let t = Instant::now();
-        let mut out = [[0f32; 8]; 8];
-        let tt = if tokens == 1 { 1 } else { super::tile_tokens_of(v) };
+        let mut out = [[0f32; 8]; 16];
+        let (tt, k) = if tokens == 1 { (1, 1) } else { (super::tile_tokens_of(v), super::tile_groups_of(v)) };
         for _ in 0..PASSES {
-            for g in data.chunks_exact(NB * 144) {
+            for g in data.chunks_exact(k * NB * 144) {
                 // SAFETY: every candidate is `supported()` (tiles: has a tile
-                // kernel); each group holds NB block columns and `x` 8 tokens of NB.
+                // kernel); each group holds NB block columns, `g` the tile's
+                // groups (GROUPS is even) and `x` 8 tokens of NB.
                 unsafe {
                     if tokens == 1 {
                         super::x8_with::<false>(v, g, &x[..NB], &mut out[0]);
                     } else {
-                        super::tile_with(v, false, g, &x[..tt * NB], NB, &mut out[..tt]);
+                        super::tile_with(v, false, g, &x[..tt * NB], NB, &mut out[..k * tt]);
                     }
                 }
                 std::hint::black_box(&out);

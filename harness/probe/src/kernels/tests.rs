@@ -385,13 +385,16 @@ fn the_simd_kernels_are_the_ones_under_test() {
 fn grouped_attention_equals_one_head_at_a_time() {
     let mut r = rng();
     // Head widths through the 64-wide register path, the 8-wide loop and a tail.
-    for (dh, group, kvh, len) in [(16, 3, 2, 37), (128, 2, 2, 9), (72, 1, 3, 5), (68, 2, 1, 1)] {
+    // Groups of 1-7 heads: the four- and two-head kernels and their remainders.
+    for (dh, group, kvh, len) in
+        [(16, 3, 2, 37), (128, 2, 2, 9), (72, 1, 3, 5), (68, 2, 1, 1), (64, 7, 2, 19), (40, 5, 1, 3), (128, 4, 1, 2)]
+    {
         let stride = kvh * dh;
         let kc: Vec<u16> = (0..len * stride).map(|_| f32_to_f16(r.random_range(-1.0f32..1.0))).collect();
         let vc: Vec<u16> = (0..len * stride).map(|_| f32_to_f16(r.random_range(-1.0f32..1.0))).collect();
         let q: Vec<f32> = (0..group * dh).map(|_| r.random_range(-1.0f32..1.0)).collect();
         let g = kvh - 1;
-        let (mut scores, mut row, mut out) = (vec![0f32; len], vec![0f32; dh], vec![0f32; group * dh]);
+        let (mut scores, mut row, mut out) = (vec![0f32; group * len], vec![0f32; dh], vec![0f32; group * dh]);
         let rows = |data| KvRows { data, stride, offset: g * dh };
         attend(&q, rows(&kc), rows(&vc), len, 0.25, &mut scores, &mut row, &mut out);
         for h in 0..group {

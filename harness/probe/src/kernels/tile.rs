@@ -135,3 +135,77 @@ tile_kernel!(
     |s, w, y| _mm256_dpbusd_avx_epi32(s, w, y),
     |s| s
 );
+
+/// Tokens per tile of the sixteen-row AVX-512 kernel.
+pub(super) const T16: usize = 8;
+
+/// AVX-512 VNNI on full 512-bit vectors: two adjacent groups (sixteen rows)
+/// times a tile of [`T16`] tokens. Each 64-byte vector joins the same
+/// 32-byte run of both groups (lanes 0-7 the first group's rows, 8-15 the
+/// second's), so one broadcast activation word and one `vpdpbusd` advance
+/// sixteen rows where [`tile_avx512vnni`] advances eight: half the
+/// per-token instructions, where the CPU runs 512-bit `vpdpbusd` at the
+/// rate of 256-bit ones (full-width AVX-512 units, as AMD's Zen 5 has). On
+/// a CPU that splits or down-clocks 512-bit work the start-up timing keeps
+/// the eight-row kernel. `groups` holds the two groups back to back; `out`
+/// the first group's [`T16`] tokens, then the second's.
+///
+/// # Safety
+/// AVX-512 F, BW and VNNI, AVX2, FMA and F16C; `groups` two groups of `nb`
+/// block columns each, `x` [`T16`] tokens of `nb` blocks, `out` `2 * T16` long.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+pub(super) unsafe fn tile16_avx512vnni<const MIN: bool>(groups: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+    // SAFETY: the features as the caller guarantees; `groups` holds two groups of `nb` block columns and `x` T16 tokens of `nb` blocks, so every offset below is inside them.
+    unsafe {
+        const T: usize = T16;
+        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+        let lo = _mm512_set1_epi8(0x0f);
+        let join = |a: *const u8, b: *const u8| {
+            _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256(a as *const __m256i)),
+                _mm256_loadu_si256(b as *const __m256i),
+                1,
+            )
+        };
+        let halves = |a: *const u8, b: *const u8| {
+            _mm512_cvtph_ps(_mm256_inserti128_si256(
+                _mm256_castsi128_si256(_mm_loadu_si128(a as *const __m128i)),
+                _mm_loadu_si128(b as *const __m128i),
+                1,
+            ))
+        };
+        let mut acc = [_mm512_setzero_ps(); T];
+        let (pa, pb) = (groups.as_ptr(), groups.as_ptr().add(nb * bb));
+        for b in 0..nb {
+            let (ba, bk) = (pa.add(b * bb), pb.add(b * bb));
+            let mut part = [_mm512_setzero_si512(); T];
+            for m in 0..4 {
+                let pk = join(ba.add(at + 32 * m), bk.add(at + 32 * m));
+                let l = _mm512_and_si512(pk, lo);
+                let h = _mm512_and_si512(_mm512_srli_epi16(pk, 4), lo);
+                for (t, s) in part.iter_mut().enumerate() {
+                    let yq = x.get_unchecked(t * nb + b).qs.as_ptr() as *const i32;
+                    *s = _mm512_dpbusd_epi32(*s, l, _mm512_set1_epi32(yq.add(m).read_unaligned()));
+                    *s = _mm512_dpbusd_epi32(*s, h, _mm512_set1_epi32(yq.add(4 + m).read_unaligned()));
+                }
+            }
+            let dx = halves(ba, bk);
+            for (t, (a, s)) in acc.iter_mut().zip(part).enumerate() {
+                let y = x.get_unchecked(t * nb + b);
+                let dxy = _mm512_mul_ps(dx, _mm512_set1_ps(y.d));
+                if MIN {
+                    let mx = halves(ba.add(16), bk.add(16));
+                    *a = _mm512_fmadd_ps(dxy, _mm512_cvtepi32_ps(s), *a);
+                    *a = _mm512_fmadd_ps(mx, _mm512_set1_ps(y.d * y.sum as f32), *a);
+                } else {
+                    let s = _mm512_sub_epi32(s, _mm512_set1_epi32(8 * y.sum));
+                    *a = _mm512_fmadd_ps(dxy, _mm512_cvtepi32_ps(s), *a);
+                }
+            }
+        }
+        for (t, a) in acc.into_iter().enumerate() {
+            _mm256_storeu_ps(out[t].as_mut_ptr(), _mm512_castps512_ps256(a));
+            _mm256_storeu_ps(out[T + t].as_mut_ptr(), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+        }
+    }
+}

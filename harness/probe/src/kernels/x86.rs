@@ -379,6 +379,102 @@ pub(super) unsafe fn weighted_sum_f16(w: &[f32], data: &[u16], stride: usize, of
     }
 }
 
+/// The scores of `H` query heads (`q`, `H * dh` values) against the same
+/// f16 key rows: `out[h * len + p] = scale * q_h · k[p]` for `p < len`.
+/// Each key row is converted once for all `H` heads (the heads of one KV
+/// head in grouped-query attention), where [`scores_f16`] converts it per head.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `dh` a multiple of 8, `q.len() == H * dh`,
+/// `out.len() >= H * len`, and `offset + p * stride + dh <= data.len()` for every `p < len`.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[allow(clippy::too_many_arguments)] // the key rows' geometry, as `scores_f16` takes it
+pub(super) unsafe fn scores_f16_heads<const H: usize>(
+    q: &[f32],
+    dh: usize,
+    data: &[u16],
+    stride: usize,
+    offset: usize,
+    scale: f32,
+    len: usize,
+    out: &mut [f32],
+) {
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees; the caller's bounds keep every key row, query and output index below inside its slice.
+    unsafe {
+        let qp = q.as_ptr();
+        for p in 0..len {
+            let base = data.as_ptr().add(p * stride + offset);
+            let mut acc = [_mm256_setzero_ps(); H];
+            let mut j = 0;
+            while j + 8 <= dh {
+                let k = _mm256_cvtph_ps(_mm_loadu_si128(base.add(j) as *const __m128i));
+                for (h, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(_mm256_loadu_ps(qp.add(h * dh + j)), k, *a);
+                }
+                j += 8;
+            }
+            for (h, a) in acc.into_iter().enumerate() {
+                *out.get_unchecked_mut(h * len + p) = hsum(a) * scale;
+            }
+        }
+    }
+}
+
+/// The weighted sums of `H` heads over the same f16 value rows:
+/// `out[h * dh..][..dh] = Σ_p w[h * len + p] · v[p]`, 32 values of each
+/// head at a time in registers, each value row converted once for all `H`.
+///
+/// # Safety
+/// The CPU must have AVX2, FMA and F16C; `w.len() >= H * len`, `out.len() == H * dh`,
+/// and `offset + p * stride + dh <= data.len()` for every `p < len`.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn weighted_sum_f16_heads<const H: usize>(
+    w: &[f32],
+    len: usize,
+    data: &[u16],
+    stride: usize,
+    offset: usize,
+    out: &mut [f32],
+) {
+    // SAFETY: AVX2, FMA and F16C as the caller guarantees; the caller's bounds keep every value row, weight and output index below inside its slice.
+    unsafe {
+        let dh = out.len() / H;
+        let op = out.as_mut_ptr();
+        let mut j = 0;
+        while j + 32 <= dh {
+            let mut acc = [[_mm256_setzero_ps(); 4]; H];
+            for p in 0..len {
+                let base = data.as_ptr().add(p * stride + offset + j);
+                let v: [__m256; 4] =
+                    std::array::from_fn(|k| _mm256_cvtph_ps(_mm_loadu_si128(base.add(8 * k) as *const __m128i)));
+                for (h, a) in acc.iter_mut().enumerate() {
+                    let s = _mm256_set1_ps(*w.get_unchecked(h * len + p));
+                    for (a, v) in a.iter_mut().zip(v) {
+                        *a = _mm256_fmadd_ps(s, v, *a);
+                    }
+                }
+            }
+            for (h, a) in acc.iter().enumerate() {
+                for (k, a) in a.iter().enumerate() {
+                    _mm256_storeu_ps(op.add(h * dh + j + 8 * k), *a);
+                }
+            }
+            j += 32;
+        }
+        if j < dh {
+            for h in 0..H {
+                weighted_sum_f16(
+                    &w[h * len..(h + 1) * len],
+                    data,
+                    stride,
+                    offset + j,
+                    &mut out[h * dh + j..(h + 1) * dh],
+                );
+            }
+        }
+    }
+}
+
 /// Wrapping sum of `xs` as four 64-bit lanes, 128 bytes per iteration: a
 /// read that the memory system, not the core, limits.
 ///

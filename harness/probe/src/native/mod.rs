@@ -19,7 +19,7 @@ pub use load::{weight_type, Arch, Config, LoadError, NATIVE_TYPES};
 use super::engine::EngineError;
 
 /// Prompt tokens per forward pass.
-pub const CHUNK: usize = 32;
+pub const CHUNK: usize = 128;
 
 /// Activations of one chunk.
 struct Scratch {
@@ -74,7 +74,8 @@ pub struct NativeModel {
     /// `context × head_dim / 2` cosines, then as many sines.
     rope: (Vec<f32>, Vec<f32>),
     s: Scratch,
-    /// Attention scratch per thread: one head's scores, one f32 row.
+    /// Attention scratch per thread: the scores of one KV head's query
+    /// heads, one f32 row.
     scratch: Vec<Mutex<(Vec<f32>, Vec<f32>)>>,
 }
 
@@ -105,7 +106,9 @@ impl NativeModel {
         // forward pass pays for it.
         kernels::choose_kernels(threads.max(1));
         let pool = Pool::new(threads.max(1));
-        let scratch = (0..pool.threads()).map(|_| Mutex::new((vec![0f32; context], vec![0f32; c.head_dim]))).collect();
+        let group = c.heads / c.kv_heads.max(1);
+        let scratch =
+            (0..pool.threads()).map(|_| Mutex::new((vec![0f32; group * context], vec![0f32; c.head_dim]))).collect();
         Ok(NativeModel { s: Scratch::new(&c), w, pool, kv, context, rope: (cos, sin), scratch })
     }
 
