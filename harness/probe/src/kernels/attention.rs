@@ -70,36 +70,10 @@ pub fn attend(
         // SAFETY: AVX2/FMA/F16C detected by `isa()`; `covers` checked that
         // every row `offset + p * stride + dh` with `p < len` lies inside
         // `data`, and the sizes above give each head `dh` query and output
-        // values and `len` scores, which is what the kernels require.
+        // values and `len` scores, which is what the kernels require;
+        // `attention_512` is set only where AVX-512 F was detected (`select`).
         Isa::Avx2 if dh.is_multiple_of(8) => unsafe {
-            // Up to four heads share each key row's conversion, two each value row's.
-            let mut h = 0;
-            while h < group {
-                let n = (group - h).min(4);
-                let (qh, sh) = (&q[h * dh..(h + n) * dh], &mut scores[h * len..(h + n) * len]);
-                let (data, stride, offset) = (k.data, k.stride, k.offset);
-                match n {
-                    4 => x86::scores_f16_heads::<4>(qh, dh, data, stride, offset, scale, len, sh),
-                    3 => x86::scores_f16_heads::<3>(qh, dh, data, stride, offset, scale, len, sh),
-                    2 => x86::scores_f16_heads::<2>(qh, dh, data, stride, offset, scale, len, sh),
-                    _ => x86::scores_f16(qh, data, stride, offset, scale, sh),
-                }
-                h += n;
-            }
-            for sh in scores[..group * len].chunks_exact_mut(len) {
-                x86::softmax(sh);
-            }
-            let mut h = 0;
-            while h < group {
-                let n = (group - h).min(2);
-                let (sh, oh) = (&scores[h * len..(h + n) * len], &mut out[h * dh..(h + n) * dh]);
-                if n == 2 {
-                    x86::weighted_sum_f16_heads::<2>(sh, len, v.data, v.stride, v.offset, oh);
-                } else {
-                    x86::weighted_sum_f16(sh, v.data, v.stride, v.offset, oh);
-                }
-                h += n;
-            }
+            grouped(super::x8_choice().attention_512, q, k, v, len, scale, scores, out, dh)
         },
         _ => {
             let scores = &mut scores[..len];
@@ -115,6 +89,70 @@ pub fn attend(
                     axpy(*s, row, oh);
                 }
             }
+        }
+    }
+}
+
+/// The SIMD path of [`attend`]: up to four heads share each key row's
+/// conversion and two (four on 512-bit vectors) each value row's; `wide`
+/// takes the 512-bit kernels where `dh` is a multiple of 16.
+///
+/// # Safety
+/// AVX2, FMA and F16C (and AVX-512 F when `wide`); `dh` a multiple of 8,
+/// `q` and `out` `group * dh` values, `scores` at least `group * len`, and
+/// every row `offset + p * stride + dh` with `p < len` inside `k.data` and `v.data`.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)] // `attend`'s arguments, checked there
+pub(super) unsafe fn grouped(
+    wide: bool,
+    q: &[f32],
+    k: KvRows<'_>,
+    v: KvRows<'_>,
+    len: usize,
+    scale: f32,
+    scores: &mut [f32],
+    out: &mut [f32],
+    dh: usize,
+) {
+    use super::gqa::{w256, w512};
+    let wide = wide && dh.is_multiple_of(16);
+    let group = q.len() / dh;
+    let (data, stride, offset) = (k.data, k.stride, k.offset);
+    // SAFETY: the caller's guarantees are each kernel's, head by head.
+    unsafe {
+        let mut h = 0;
+        while h < group {
+            let n = (group - h).min(4);
+            let (qh, sh) = (&q[h * dh..(h + n) * dh], &mut scores[h * len..(h + n) * len]);
+            match (wide, n) {
+                (true, 4) => w512::scores::<4>(qh, dh, data, stride, offset, scale, len, sh),
+                (true, 3) => w512::scores::<3>(qh, dh, data, stride, offset, scale, len, sh),
+                (true, 2) => w512::scores::<2>(qh, dh, data, stride, offset, scale, len, sh),
+                (true, _) => w512::scores::<1>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, 4) => w256::scores::<4>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, 3) => w256::scores::<3>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, 2) => w256::scores::<2>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, _) => w256::scores::<1>(qh, dh, data, stride, offset, scale, len, sh),
+            }
+            h += n;
+        }
+        for sh in scores[..group * len].chunks_exact_mut(len) {
+            x86::softmax(sh);
+        }
+        let (data, stride, offset) = (v.data, v.stride, v.offset);
+        let mut h = 0;
+        while h < group {
+            let n = (group - h).min(if wide { 4 } else { 2 });
+            let (sh, oh) = (&scores[h * len..(h + n) * len], &mut out[h * dh..(h + n) * dh]);
+            match (wide, n) {
+                (true, 4) => w512::weighted_sum::<4>(sh, len, data, stride, offset, oh),
+                (true, 3) => w512::weighted_sum::<3>(sh, len, data, stride, offset, oh),
+                (true, 2) => w512::weighted_sum::<2>(sh, len, data, stride, offset, oh),
+                (true, _) => w512::weighted_sum::<1>(sh, len, data, stride, offset, oh),
+                (false, 2) => w256::weighted_sum::<2>(sh, len, data, stride, offset, oh),
+                (false, _) => w256::weighted_sum::<1>(sh, len, data, stride, offset, oh),
+            }
+            h += n;
         }
     }
 }

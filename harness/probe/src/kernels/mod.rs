@@ -26,6 +26,8 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod attention;
+#[cfg(target_arch = "x86_64")]
+mod gqa;
 mod matmul;
 #[cfg(target_arch = "aarch64")]
 mod neon;

@@ -92,6 +92,12 @@ pub struct Choice {
     pub timings: Vec<(X8, f64)>,
     /// The same per token for each tile variant timed.
     pub tile_timings: Vec<(X8, f64)>,
+    /// Attention on 512-bit vectors (AVX-512 F) rather than the
+    /// instruction set's own width.
+    pub attention_512: bool,
+    /// Microseconds of one grouped-query attention call at 256 and at 512
+    /// bits (empty when not measured).
+    pub attention_timings: Vec<(u32, f64)>,
     /// Why these: measured, forced by the environment, or the only ones.
     pub how: String,
 }
@@ -102,7 +108,13 @@ impl Choice {
         let list = |ts: &[(X8, f64)]| {
             ts.iter().map(|(v, ns)| format!("{} {ns:.2} ns", v.name())).collect::<Vec<_>>().join(", ")
         };
-        let mut s = format!("{} matrix-vector, {} prefill tiles ({}", self.variant.name(), self.tile.name(), self.how);
+        let mut s = format!(
+            "{} matrix-vector, {} prefill tiles, {}-bit attention ({}",
+            self.variant.name(),
+            self.tile.name(),
+            if self.attention_512 { 512 } else { 256 },
+            self.how
+        );
         if !self.timings.is_empty() {
             s += &format!(
                 " on {} thread(s): per 8x32 block {}; per token and block {}",
@@ -110,6 +122,10 @@ impl Choice {
                 list(&self.timings),
                 list(&self.tile_timings)
             );
+        }
+        if !self.attention_timings.is_empty() {
+            let ts: Vec<String> = self.attention_timings.iter().map(|(b, us)| format!("{b}-bit {us:.1} us")).collect();
+            s += &format!("; attention call {}", ts.join(", "));
         }
         s + ")"
     }
@@ -144,6 +160,8 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
         threads,
         timings: Vec::new(),
         tile_timings: Vec::new(),
+        attention_512: false,
+        attention_timings: Vec::new(),
         how: how.into(),
     };
     if let Some(v) = forced.and_then(|name| X8_VARIANTS.into_iter().find(|v| v.name() == name && v.supported())) {
@@ -155,6 +173,7 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
         _ => {
             let timings = time(&supported, threads, 1);
             let tile_timings = time(&tiles, threads, 0);
+            let attention_timings = time_attention(threads);
             let fastest = |ts: &[(X8, f64)]| ts.iter().fold(ts[0], |b, t| if t.1 < b.1 { *t } else { b }).0;
             Choice {
                 variant: fastest(&timings),
@@ -162,10 +181,71 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
                 threads,
                 timings,
                 tile_timings,
+                attention_512: matches!(attention_timings[..], [(256, narrow), (512, wide)] if wide < narrow),
+                attention_timings,
                 how: "fastest at start-up".into(),
             }
         }
     }
+}
+
+/// Whether the 512-bit attention kernels can run here.
+fn attention_512_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        isa() == Isa::Avx2 && std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Microseconds of one grouped-query attention call (four query heads of
+/// 128 over 512 cached positions, L2-resident) at 256 and at 512 bits,
+/// every thread at once, the slowest counted, best of 7 rounds taken
+/// alternately; empty where only one width runs.
+fn time_attention(threads: usize) -> Vec<(u32, f64)> {
+    if !attention_512_supported() {
+        return Vec::new();
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        const DH: usize = 128;
+        const LEN: usize = 512;
+        const HEADS: usize = 4;
+        const CALLS: usize = 8;
+        let cache: Vec<u16> = (0..LEN * DH).map(|i| super::f32_to_f16(((i % 29) as f32 - 14.0) / 14.0)).collect();
+        let q: Vec<f32> = (0..HEADS * DH).map(|i| ((i % 11) as f32 - 5.0) / 50.0).collect();
+        let run = |wide: bool| -> f64 {
+            let rows = super::KvRows { data: &cache, stride: DH, offset: 0 };
+            let (mut scores, mut out) = (vec![0f32; HEADS * LEN], vec![0f32; HEADS * DH]);
+            let t = Instant::now();
+            for _ in 0..CALLS {
+                // SAFETY: AVX2, FMA and F16C (`isa()`) and AVX-512 F are
+                // detected (`attention_512_supported`); DH is a multiple of
+                // 16, q and out hold HEADS heads, scores HEADS * LEN, and the
+                // cache LEN rows of DH.
+                unsafe { super::attention::grouped(wide, &q, rows, rows, LEN, 0.1, &mut scores, &mut out, DH) };
+                std::hint::black_box(&out);
+            }
+            t.elapsed().as_secs_f64() * 1e6 / CALLS as f64
+        };
+        let mut best = [f64::INFINITY; 2];
+        for _ in 0..7 {
+            for (wide, b) in [false, true].into_iter().zip(best.iter_mut()) {
+                let slowest = std::thread::scope(|s| {
+                    let others: Vec<_> = (1..threads).map(|_| s.spawn(|| run(wide))).collect();
+                    let mine = run(wide);
+                    others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
+                });
+                *b = b.min(slowest);
+            }
+        }
+        vec![(256, best[0]), (512, best[1])]
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("no 512-bit attention off x86-64")
 }
 
 /// Nanoseconds per block column (per token, for tiles) for each candidate:
@@ -256,5 +336,10 @@ mod tests {
             }
         }
         assert!(c.describe().starts_with(c.variant.name()), "{}", c.describe());
+        if let [(256, narrow), (512, wide)] = c.attention_timings[..] {
+            assert_eq!(c.attention_512, wide < narrow, "{}", c.describe());
+        } else {
+            assert!(!c.attention_512 && c.attention_timings.is_empty(), "{}", c.describe());
+        }
     }
 }

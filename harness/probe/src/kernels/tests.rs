@@ -397,16 +397,34 @@ fn grouped_attention_equals_one_head_at_a_time() {
         let (mut scores, mut row, mut out) = (vec![0f32; group * len], vec![0f32; dh], vec![0f32; group * dh]);
         let rows = |data| KvRows { data, stride, offset: g * dh };
         attend(&q, rows(&kc), rows(&vc), len, 0.25, &mut scores, &mut row, &mut out);
-        for h in 0..group {
-            let qh = &q[h * dh..(h + 1) * dh];
-            let at = |c: &[u16], p: usize, j: usize| f16_to_f32(c[p * stride + g * dh + j]);
-            let s: Vec<f32> = (0..len).map(|p| (0..dh).map(|j| qh[j] * at(&kc, p, j)).sum::<f32>() * 0.25).collect();
-            let m = s.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b));
-            let e: Vec<f32> = s.iter().map(|v| (v - m).exp()).collect();
-            let z: f32 = e.iter().sum();
-            for j in 0..dh {
-                let want: f32 = (0..len).map(|p| e[p] / z * at(&vc, p, j)).sum();
-                assert!((out[h * dh + j] - want).abs() < 1e-4, "dh {dh} head {h} dim {j}");
+        // Both widths of the SIMD kernels, whichever the start-up timing chose.
+        let mut outs = vec![("attend", out)];
+        #[cfg(target_arch = "x86_64")]
+        if isa() == Isa::Avx2 && dh % 8 == 0 {
+            for (name, wide) in [("256-bit", false), ("512-bit", true)] {
+                if wide && !is_x86_feature_detected!("avx512f") {
+                    continue;
+                }
+                let mut out = vec![0f32; group * dh];
+                // SAFETY: AVX2 (`isa`) and, when wide, AVX-512 F detected; the
+                // sizes are attend's, which checked them above.
+                unsafe { attention::grouped(wide, &q, rows(&kc), rows(&vc), len, 0.25, &mut scores, &mut out, dh) };
+                outs.push((name, out));
+            }
+        }
+        for (name, out) in &outs {
+            for h in 0..group {
+                let qh = &q[h * dh..(h + 1) * dh];
+                let at = |c: &[u16], p: usize, j: usize| f16_to_f32(c[p * stride + g * dh + j]);
+                let s: Vec<f32> =
+                    (0..len).map(|p| (0..dh).map(|j| qh[j] * at(&kc, p, j)).sum::<f32>() * 0.25).collect();
+                let m = s.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b));
+                let e: Vec<f32> = s.iter().map(|v| (v - m).exp()).collect();
+                let z: f32 = e.iter().sum();
+                for j in 0..dh {
+                    let want: f32 = (0..len).map(|p| e[p] / z * at(&vc, p, j)).sum();
+                    assert!((out[h * dh + j] - want).abs() < 1e-4, "{name}: dh {dh} head {h} dim {j}");
+                }
             }
         }
     }

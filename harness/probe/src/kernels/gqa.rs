@@ -1,0 +1,143 @@
+//! Grouped-query attention kernels on x86-64 over the f16 KV cache, at two
+//! widths from one template: 256-bit (AVX2, FMA, F16C) and 512-bit
+//! (AVX-512 F). The query heads of one KV head share each key and value
+//! row: the row is converted from f16 once for all of them, where one head
+//! at a time converted it once per head (seven times for MNN-Pocket's 14/2
+//! heads). Prefill attention is f32 multiply-adds bound by the vector width,
+//! so where the CPU runs 512-bit FMAs at the rate of 256-bit ones (Zen 5)
+//! the wide kernels do the same work in half the instructions; the start-up
+//! timing ([`super::select`]) keeps the 256-bit ones where they are not faster.
+//!
+//! Every function's `# Safety`: the CPU has the features of its module
+//! (`w256`: AVX2, FMA and F16C; `w512`: AVX-512 F besides), `dh` is a
+//! multiple of the lanes, `q` and `out` hold `H * dh` values, `scores`
+//! (`w`) at least `H * len`, and `offset + p * stride + dh <= data.len()`
+//! for every `p < len`.
+
+macro_rules! gqa_kernels {
+    ($module:ident, $features:literal, $lanes:expr, $v:ty,
+     zero: $zero:expr, splat: $splat:ident, load: $load:ident, store: $store:ident, fma: $fma:ident,
+     half: |$p:ident| $half:expr, reduce: $reduce:path) => {
+        pub(super) mod $module {
+            #[allow(unused_imports)]
+            use std::arch::x86_64::*;
+
+            /// `out[h * len + p] = scale * q_h · k[p]` for the `H` heads of `q`.
+            ///
+            /// # Safety
+            /// As the module's header says.
+            #[target_feature(enable = $features)]
+            #[allow(clippy::too_many_arguments)] // the key rows' geometry
+            pub(in super::super) unsafe fn scores<const H: usize>(
+                q: &[f32],
+                dh: usize,
+                data: &[u16],
+                stride: usize,
+                offset: usize,
+                scale: f32,
+                len: usize,
+                out: &mut [f32],
+            ) {
+                // SAFETY: the features as the caller guarantees; the caller's bounds keep every key row, query and output index below inside its slice.
+                unsafe {
+                    let qp = q.as_ptr();
+                    for p in 0..len {
+                        let base = data.as_ptr().add(p * stride + offset);
+                        let mut acc: [$v; H] = [$zero; H];
+                        let mut j = 0;
+                        while j + $lanes <= dh {
+                            let $p = base.add(j);
+                            let k = $half;
+                            for (h, a) in acc.iter_mut().enumerate() {
+                                *a = $fma($load(qp.add(h * dh + j)), k, *a);
+                            }
+                            j += $lanes;
+                        }
+                        for (h, a) in acc.into_iter().enumerate() {
+                            *out.get_unchecked_mut(h * len + p) = $reduce(a) * scale;
+                        }
+                    }
+                }
+            }
+
+            /// `out[h * dh..][..dh] = Σ_p w[h * len + p] · v[p]` for `H`
+            /// heads, four registers of each head's values at a time.
+            ///
+            /// # Safety
+            /// As the module's header says (`dh` is `out.len() / H`).
+            #[target_feature(enable = $features)]
+            pub(in super::super) unsafe fn weighted_sum<const H: usize>(
+                w: &[f32],
+                len: usize,
+                data: &[u16],
+                stride: usize,
+                offset: usize,
+                out: &mut [f32],
+            ) {
+                let dh = out.len() / H;
+                let mut j = 0;
+                while j + 4 * $lanes <= dh {
+                    // SAFETY: as this function's caller guarantees, for values j..j + 4 lanes.
+                    unsafe { sum_run::<H, 4>(w, len, data, stride, offset, out, j) };
+                    j += 4 * $lanes;
+                }
+                while j < dh {
+                    // SAFETY: as this function's caller guarantees, for values j..j + lanes.
+                    unsafe { sum_run::<H, 1>(w, len, data, stride, offset, out, j) };
+                    j += $lanes;
+                }
+            }
+
+            /// Values `j..j + N * lanes` of each head's weighted sum.
+            ///
+            /// # Safety
+            /// As [`weighted_sum`], with `j + N * lanes <= dh`.
+            #[target_feature(enable = $features)]
+            #[inline]
+            unsafe fn sum_run<const H: usize, const N: usize>(
+                w: &[f32],
+                len: usize,
+                data: &[u16],
+                stride: usize,
+                offset: usize,
+                out: &mut [f32],
+                j: usize,
+            ) {
+                // SAFETY: the features as the caller guarantees; the caller's bounds keep every value row, weight and output index below inside its slice.
+                unsafe {
+                    let dh = out.len() / H;
+                    let mut acc: [[$v; N]; H] = [[$zero; N]; H];
+                    for p in 0..len {
+                        let base = data.as_ptr().add(p * stride + offset + j);
+                        let v: [$v; N] = std::array::from_fn(|k| {
+                            let $p = base.add($lanes * k);
+                            $half
+                        });
+                        for (h, a) in acc.iter_mut().enumerate() {
+                            let s = $splat(*w.get_unchecked(h * len + p));
+                            for (a, v) in a.iter_mut().zip(v) {
+                                *a = $fma(s, v, *a);
+                            }
+                        }
+                    }
+                    let op = out.as_mut_ptr();
+                    for (h, a) in acc.iter().enumerate() {
+                        for (k, a) in a.iter().enumerate() {
+                            $store(op.add(h * dh + j + $lanes * k), *a);
+                        }
+                    }
+                }
+            }
+        }
+    };
+}
+
+gqa_kernels!(w256, "avx2,fma,f16c", 8, __m256,
+    zero: _mm256_setzero_ps(), splat: _mm256_set1_ps, load: _mm256_loadu_ps, store: _mm256_storeu_ps,
+    fma: _mm256_fmadd_ps, half: |p| _mm256_cvtph_ps(_mm_loadu_si128(p as *const __m128i)),
+    reduce: super::super::x86::hsum);
+
+gqa_kernels!(w512, "avx512f,avx2,fma,f16c", 16, __m512,
+    zero: _mm512_setzero_ps(), splat: _mm512_set1_ps, load: _mm512_loadu_ps, store: _mm512_storeu_ps,
+    fma: _mm512_fmadd_ps, half: |p| _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i)),
+    reduce: _mm512_reduce_add_ps);
