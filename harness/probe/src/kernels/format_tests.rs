@@ -148,16 +148,25 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
                 _ => scalar::dot_q4x8::<true>(m.group(0), &xq, &mut want),
             }
             for v in X8_VARIANTS.into_iter().filter(|v| v.supported()) {
-                let mut got = [0f32; 8];
-                // SAFETY: the variant is supported and the group holds nb block columns.
-                unsafe {
-                    match kind {
-                        WeightType::Q4_0 => x8_with::<false>(v, m.group(0), &xq, &mut got),
-                        _ => x8_with::<true>(v, m.group(0), &xq, &mut got),
+                for pf in [false, true] {
+                    let mut got = [0f32; 8];
+                    // SAFETY: the variant is supported and the group holds nb block columns.
+                    unsafe {
+                        match (kind, pf) {
+                            (WeightType::Q4_0, false) => x8_with::<false, false>(v, m.group(0), &xq, &mut got),
+                            (WeightType::Q4_0, true) => x8_with::<false, true>(v, m.group(0), &xq, &mut got),
+                            (_, false) => x8_with::<true, false>(v, m.group(0), &xq, &mut got),
+                            (_, true) => x8_with::<true, true>(v, m.group(0), &xq, &mut got),
+                        }
                     }
-                }
-                for (a, b) in got.iter().zip(&want) {
-                    assert!(close(*a, *b, b.abs()), "{} {} nb={nb}: {got:?} vs {want:?}", v.name(), kind.name());
+                    for (a, b) in got.iter().zip(&want) {
+                        assert!(
+                            close(*a, *b, b.abs()),
+                            "{} {} prefetch={pf} nb={nb}: {got:?} vs {want:?}",
+                            v.name(),
+                            kind.name()
+                        );
+                    }
                 }
             }
         }

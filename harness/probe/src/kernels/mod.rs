@@ -172,7 +172,7 @@ pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     assert_eq!(Some(group.len()), x.len().checked_mul(18 * 8), "dot_q4_0x8: length mismatch");
     // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_with::<false>(x8_variant(), group, x, out) }
+    unsafe { x8_chosen::<false>(group, x, out) }
 }
 
 /// Tokens per tile of the chosen prefill kernel (1 where there is none:
@@ -258,12 +258,30 @@ unsafe fn tile_with(v: X8, min: bool, group: &[u8], x: &[BlockQ8], nb: usize, ou
     unreachable!("no tile kernels off x86-64")
 }
 
-/// The interleaved 4-bit kernel of variant `v` (`MIN`: Q4_1, else Q4_0).
+/// The chosen interleaved 4-bit kernel, with software prefetch where the
+/// start-up timing chose it.
+///
+/// # Safety
+/// As [`x8_with`], for the chosen variant.
+unsafe fn x8_chosen<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    let c = x8_choice();
+    // SAFETY: as the caller guarantees; the chosen variant is supported.
+    unsafe {
+        if c.prefetch {
+            x8_with::<MIN, true>(c.variant, group, x, out)
+        } else {
+            x8_with::<MIN, false>(c.variant, group, x, out)
+        }
+    }
+}
+
+/// The interleaved 4-bit kernel of variant `v` (`MIN`: Q4_1, else Q4_0;
+/// `PF`: with software prefetch, where the variant has it).
 ///
 /// # Safety
 /// `v` must be [`X8::supported`], and `group.len() == x.len() * 8 * (20 if
 /// MIN else 18)`.
-unsafe fn x8_with<const MIN: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+unsafe fn x8_with<const MIN: bool, const PF: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     match v {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2, FMA and F16C detected (`supported`); lengths as the caller guarantees.
@@ -273,7 +291,7 @@ unsafe fn x8_with<const MIN: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut
         X8::AvxVnni => unsafe { tile::row8_avxvnni::<MIN>(group, x, x.len(), std::slice::from_mut(out)) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512 F, BW and VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
-        X8::Avx512Vnni | X8::Avx512Vnni16 => unsafe { vnni::dot_q4x8_avx512vnni::<MIN>(group, x, out) },
+        X8::Avx512Vnni | X8::Avx512Vnni16 => unsafe { vnni::dot_q4x8_avx512vnni::<MIN, PF>(group, x, out) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: NEON is part of the AArch64 baseline; lengths as the caller guarantees.
         X8::Neon if !MIN => unsafe { neon::dot_q4_0x8(group, x, out) },
@@ -296,7 +314,7 @@ pub fn dot_q4_1(row: &[u8], x: &[BlockQ8]) -> f32 {
 pub fn dot_q4_1x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     assert_eq!(Some(group.len()), x.len().checked_mul(20 * 8), "dot_q4_1x8: length mismatch");
     // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_with::<true>(x8_variant(), group, x, out) }
+    unsafe { x8_chosen::<true>(group, x, out) }
 }
 
 /// Dot product of a Q8_0 row (`x.len()` blocks of 34 bytes) with `x`.

@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use super::{isa, BlockQ8, Isa, BLOCK};
+use super::{isa, span, BlockQ8, Isa, QMatrix, WeightType, BLOCK};
 
 /// A variant of the interleaved 4-bit kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +98,12 @@ pub struct Choice {
     /// Microseconds of one grouped-query attention call at 256 and at 512
     /// bits (empty when not measured).
     pub attention_timings: Vec<(u32, f64)>,
+    /// Software prefetch in the matrix-vector kernel (where it has one).
+    pub prefetch: bool,
+    /// Milliseconds of one pass of the matrix-vector kernel over the
+    /// model's largest matrix without and with prefetch (empty when not
+    /// measured: no such matrix given, or a variant without prefetch).
+    pub prefetch_timings: Vec<(bool, f64)>,
     /// Why these: measured, forced by the environment, or the only ones.
     pub how: String,
 }
@@ -127,23 +133,41 @@ impl Choice {
             let ts: Vec<String> = self.attention_timings.iter().map(|(b, us)| format!("{b}-bit {us:.1} us")).collect();
             s += &format!("; attention call {}", ts.join(", "));
         }
+        if let [(false, off), (true, on)] = self.prefetch_timings[..] {
+            s += &format!(
+                "; prefetch {} (a pass over the largest matrix {off:.2} ms without, {on:.2} ms with)",
+                if self.prefetch { "on" } else { "off" }
+            );
+        }
         s + ")"
     }
 }
 
 /// The variants for this process, chosen at the first call: timed on
 /// `threads` threads at once (the engine's; shared cores and caches change
-/// which variant wins). Later calls return the first choice.
-pub fn choose_kernels(threads: usize) -> &'static Choice {
+/// which variant wins), and software prefetch timed streaming `largest`
+/// (the model's largest matrix, read from memory as decode reads it) where
+/// given. Later calls return the first choice.
+pub fn choose_kernels(threads: usize, largest: Option<&QMatrix>) -> &'static Choice {
     static CHOICE: OnceLock<Choice> = OnceLock::new();
-    CHOICE.get_or_init(|| choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref(), threads.max(1)))
+    CHOICE.get_or_init(|| {
+        let mut c = choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref(), threads.max(1));
+        if let Some(m) = largest.filter(|_| c.how == MEASURED) {
+            c.prefetch_timings = time_prefetch(c.variant, m, c.threads);
+            c.prefetch = matches!(c.prefetch_timings[..], [(false, off), (true, on)] if on < off);
+        }
+        c
+    })
 }
 
 /// The variants for this process (timed on one thread unless
 /// [`choose_kernels`] ran first).
 pub fn x8_choice() -> &'static Choice {
-    choose_kernels(1)
+    choose_kernels(1, None)
 }
+
+/// How a measured choice is described.
+const MEASURED: &str = "fastest at start-up";
 
 /// The matrix-vector variant that runs.
 pub fn x8_variant() -> X8 {
@@ -162,6 +186,8 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
         tile_timings: Vec::new(),
         attention_512: false,
         attention_timings: Vec::new(),
+        prefetch: false,
+        prefetch_timings: Vec::new(),
         how: how.into(),
     };
     if let Some(v) = forced.and_then(|name| X8_VARIANTS.into_iter().find(|v| v.name() == name && v.supported())) {
@@ -183,10 +209,61 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
                 tile_timings,
                 attention_512: matches!(attention_timings[..], [(256, narrow), (512, wide)] if wide < narrow),
                 attention_timings,
-                how: "fastest at start-up".into(),
+                prefetch: false,
+                prefetch_timings: Vec::new(),
+                how: MEASURED.into(),
             }
         }
     }
+}
+
+/// Milliseconds of one pass of variant `v`'s matrix-vector kernel over
+/// `m`'s groups, without and with software prefetch: every thread its own
+/// span at once (as decode shares a matrix), the slowest counted, best of 5
+/// rounds taken alternately. The matrix is the model's own, so the pass reads
+/// memory as decode does and allocates nothing (a buffer of its own would
+/// raise the peak memory the probe reports). Empty for a variant without a
+/// prefetching kernel or a matrix without interleaved groups.
+fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(bool, f64)> {
+    let groups = m.groups();
+    if !matches!(v, X8::Avx512Vnni) || groups < threads {
+        return Vec::new();
+    }
+    let nb = m.cols / BLOCK;
+    let xf: Vec<f32> = (0..m.cols).map(|i| ((i % 13) as f32 - 6.0) / 6.0).collect();
+    let mut x = vec![BlockQ8::default(); nb];
+    super::quantize_q8(&xf, &mut x);
+    let min = m.kind == WeightType::Q4_1;
+    let run = |t: usize, pf: bool| -> f64 {
+        let mut out = [0f32; 8];
+        let start = Instant::now();
+        for g in span(groups, t, threads) {
+            // SAFETY: `v` is supported (the measured choice); group `g` of
+            // `m` holds `nb` block columns of Q4_0 (or, when `min`, Q4_1).
+            unsafe {
+                match (min, pf) {
+                    (false, false) => super::x8_with::<false, false>(v, m.group(g), &x, &mut out),
+                    (false, true) => super::x8_with::<false, true>(v, m.group(g), &x, &mut out),
+                    (true, false) => super::x8_with::<true, false>(v, m.group(g), &x, &mut out),
+                    (true, true) => super::x8_with::<true, true>(v, m.group(g), &x, &mut out),
+                }
+            }
+            std::hint::black_box(&out);
+        }
+        start.elapsed().as_secs_f64() * 1e3
+    };
+    let mut best = [f64::INFINITY; 2];
+    for _ in 0..5 {
+        for (pf, b) in [false, true].into_iter().zip(best.iter_mut()) {
+            let slowest = std::thread::scope(|s| {
+                let others: Vec<_> = (1..threads).map(|t| s.spawn(move || run(t, pf))).collect();
+                let mine = run(0, pf);
+                others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
+            });
+            *b = b.min(slowest);
+        }
+    }
+    vec![(false, best[0]), (true, best[1])]
 }
 
 /// Whether the 512-bit attention kernels can run here.
@@ -285,7 +362,7 @@ fn time(candidates: &[X8], threads: usize, tokens: usize) -> Vec<(X8, f64)> {
                 // groups (GROUPS is even) and `x` 8 tokens of NB.
                 unsafe {
                     if tokens == 1 {
-                        super::x8_with::<false>(v, g, &x[..NB], &mut out[0]);
+                        super::x8_with::<false, false>(v, g, &x[..NB], &mut out[0]);
                     } else {
                         super::tile_with(v, false, g, &x[..tt * NB], NB, &mut out[..k * tt]);
                     }

@@ -102,9 +102,12 @@ impl NativeModel {
             }
         }
         // Choose the 4-bit kernel variants now, timed on the engine's threads
-        // (a start-up measurement of a few milliseconds), so no timed
+        // (a start-up measurement of some tens of milliseconds), so no timed
         // forward pass pays for it.
-        kernels::choose_kernels(threads.max(1));
+        // Software prefetch is timed streaming the largest matrix (the
+        // output projection, or the tied embedding), as decode reads it.
+        let largest = w.output.as_ref().unwrap_or(&w.embed);
+        kernels::choose_kernels(threads.max(1), Some(largest));
         let pool = Pool::new(threads.max(1));
         let group = c.heads / c.kv_heads.max(1);
         let scratch =
