@@ -41,8 +41,9 @@ pub struct CalibrateArgs {
     /// own profile (see `devices`).
     #[arg(long, requires = "device", conflicts_with = "add")]
     pub measure: bool,
-    /// With --measure: the smaller built-in design (7 + 3 held-out shapes;
-    /// about 3 minutes on 2 cores, against under 10 for the full one).
+    /// With --measure: the smaller built-in design (the 14 fitted shapes at
+    /// two workloads, 3 held out, two rounds; about 1-3 minutes on 2 cores,
+    /// against under 10 for the full one).
     #[arg(long, requires = "measure")]
     pub quick: bool,
     /// With --measure: a design file of your own (TOML: `rounds`, and
