@@ -3,11 +3,16 @@
 //! on 1 and 2 threads, reported as bytes of weights streamed per second
 //! (compare with the host's read bandwidth, `pocketbench host-info`: decode
 //! cannot beat it), and each variant of the interleaved 4-bit kernel on a
-//! cache-resident matrix (the instructions, not the memory).
+//! cache-resident matrix (the instructions, not the memory): one token
+//! (decode) and a 128-token prompt chunk (the prefill tiles), Q4_0 and Q4_1;
+//! and grouped-query attention over 512 cached positions.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pocketbench_probe::kernels::{isa, matmul, quantize_q8, BlockQ8, Pool, QMatrix, WeightType, BLOCK, WEIGHT_TYPES};
+use pocketbench_probe::kernels::{
+    attend, f32_to_f16, isa, matmul, quantize_q8, x8_choice, BlockQ8, KvRows, Pool, QMatrix, WeightType, BLOCK,
+    WEIGHT_TYPES,
+};
 
 const COLS: usize = 3_584;
 /// Weight bytes per streamed matrix.
@@ -65,18 +70,45 @@ fn streamed(c: &mut Criterion) {
 }
 
 fn variants(c: &mut Criterion) {
-    // 256 x 2048 Q4_0: 295 KB, cache-resident. Each variant runs in a
-    // process of its own choice only through POCKETBENCH_KERNELS, so this
-    // group times the variant this process chose, named in the group.
-    let (x, xq) = activations(2048);
-    let w = matrix(WeightType::Q4_0, 256, 2048);
-    let mut out = vec![0f32; 256];
-    let pool = Pool::new(1);
-    let mut g = c.benchmark_group(format!("q4_0-cached-{}", pocketbench_probe::kernels::x8_variant().name()));
-    g.throughput(Throughput::Elements((256 * 2048) as u64));
-    g.bench_function("256x2048 1 thread", |b| b.iter(|| matmul(&pool, [&w], [&mut out[..]], &x, &xq, 1)));
+    // 256 x 2048: 295 KB of Q4_0, cache-resident. Each variant runs in a
+    // process of its own choice only through POCKETBENCH_KERNELS, so these
+    // groups time the variants this process chose, named in the group.
+    let choice = x8_choice();
+    for kind in [WeightType::Q4_0, WeightType::Q4_1] {
+        let w = matrix(kind, 256, 2048);
+        for tokens in [1, 128] {
+            let (x, xq) = activations(2048 * tokens);
+            let mut out = vec![0f32; 256 * tokens];
+            let pool = Pool::new(1);
+            let variant = if tokens == 1 { choice.variant } else { choice.tile };
+            let mut g = c.benchmark_group(format!("{}-cached-{}", kind.name(), variant.name()));
+            g.throughput(Throughput::Elements((256 * 2048 * tokens) as u64));
+            g.bench_function(format!("256x2048 {tokens} token(s) 1 thread"), |b| {
+                b.iter(|| matmul(&pool, [&w], [&mut out[..]], &x, &xq, tokens))
+            });
+            g.finish();
+        }
+    }
+}
+
+fn attention(c: &mut Criterion) {
+    // One KV head's query heads (2: Qwen3-0.6B; 7: MNN-Pocket) over 512
+    // positions of an f16 cache, L2-resident.
+    const LEN: usize = 512;
+    let width = if x8_choice().attention_512 { 512 } else { 256 };
+    let mut g = c.benchmark_group(format!("attention-{width}-bit"));
+    for (dh, group) in [(128, 2), (64, 7)] {
+        let cache: Vec<u16> = (0..LEN * dh).map(|i| f32_to_f16(((i % 29) as f32 - 14.0) / 14.0)).collect();
+        let rows = KvRows { data: &cache, stride: dh, offset: 0 };
+        let q: Vec<f32> = (0..group * dh).map(|i| ((i % 11) as f32 - 5.0) / 50.0).collect();
+        let (mut scores, mut row, mut out) = (vec![0f32; group * LEN], vec![0f32; dh], vec![0f32; group * dh]);
+        g.throughput(Throughput::Elements((2 * group * dh * LEN) as u64));
+        g.bench_function(format!("{group} heads of {dh}, {LEN} positions"), |b| {
+            b.iter(|| attend(&q, rows, rows, LEN, 0.1, &mut scores, &mut row, &mut out))
+        });
+    }
     g.finish();
 }
 
-criterion_group!(benches, streamed, variants);
+criterion_group!(benches, streamed, variants, attention);
 criterion_main!(benches);

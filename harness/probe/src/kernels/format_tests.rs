@@ -62,7 +62,9 @@ fn every_type_multiplies_like_its_decoded_weights() {
     for kind in WEIGHT_TYPES {
         for tokens in [3, 8, 13] {
             // 3: below any tile; 8 and 13: whole tiles of 4 or 8, then a tail.
-            let (rows, cols) = (21, 512);
+            // 29 rows: three groups of eight (a sixteen-row tile and an odd
+            // group through the eight-row one) and a row-major tail of five.
+            let (rows, cols) = (29, 512);
             let (bytes, _) = quantized(kind, rows, cols, 5);
             let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
             // Its own decoded weights (which the test above ties to candle's).
