@@ -266,27 +266,15 @@ fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(bool, f64)> {
     vec![(false, best[0]), (true, best[1])]
 }
 
-/// Whether the 512-bit attention kernels can run here.
-fn attention_512_supported() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        isa() == Isa::Avx2 && std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Microseconds of one grouped-query attention call (four query heads of
 /// 128 over 512 cached positions, L2-resident) at 256 and at 512 bits,
 /// every thread at once, the slowest counted, best of 7 rounds taken
 /// alternately; empty where only one width runs.
+#[cfg(target_arch = "x86_64")]
 fn time_attention(threads: usize) -> Vec<(u32, f64)> {
-    if !attention_512_supported() {
+    if !(isa() == Isa::Avx2 && std::arch::is_x86_feature_detected!("avx512f")) {
         return Vec::new();
     }
-    #[cfg(target_arch = "x86_64")]
     {
         const DH: usize = 128;
         const LEN: usize = 512;
@@ -300,7 +288,7 @@ fn time_attention(threads: usize) -> Vec<(u32, f64)> {
             let t = Instant::now();
             for _ in 0..CALLS {
                 // SAFETY: AVX2, FMA and F16C (`isa()`) and AVX-512 F are
-                // detected (`attention_512_supported`); DH is a multiple of
+                // detected (checked above); DH is a multiple of
                 // 16, q and out hold HEADS heads, scores HEADS * LEN, and the
                 // cache LEN rows of DH.
                 unsafe { super::attention::grouped(wide, &q, rows, rows, LEN, 0.1, &mut scores, &mut out, DH) };
@@ -321,8 +309,12 @@ fn time_attention(threads: usize) -> Vec<(u32, f64)> {
         }
         vec![(256, best[0]), (512, best[1])]
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("no 512-bit attention off x86-64")
+}
+
+/// No 512-bit attention off x86-64: nothing to time.
+#[cfg(not(target_arch = "x86_64"))]
+fn time_attention(_threads: usize) -> Vec<(u32, f64)> {
+    Vec::new()
 }
 
 /// Nanoseconds per block column (per token, for tiles) for each candidate:

@@ -398,6 +398,7 @@ fn grouped_attention_equals_one_head_at_a_time() {
         let rows = |data| KvRows { data, stride, offset: g * dh };
         attend(&q, rows(&kc), rows(&vc), len, 0.25, &mut scores, &mut row, &mut out);
         // Both widths of the SIMD kernels, whichever the start-up timing chose.
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut outs = vec![("attend", out)];
         #[cfg(target_arch = "x86_64")]
         if isa() == Isa::Avx2 && dh % 8 == 0 {
