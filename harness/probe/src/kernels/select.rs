@@ -275,40 +275,38 @@ fn time_attention(threads: usize) -> Vec<(u32, f64)> {
     if !(isa() == Isa::Avx2 && std::arch::is_x86_feature_detected!("avx512f")) {
         return Vec::new();
     }
-    {
-        const DH: usize = 128;
-        const LEN: usize = 512;
-        const HEADS: usize = 4;
-        const CALLS: usize = 8;
-        let cache: Vec<u16> = (0..LEN * DH).map(|i| super::f32_to_f16(((i % 29) as f32 - 14.0) / 14.0)).collect();
-        let q: Vec<f32> = (0..HEADS * DH).map(|i| ((i % 11) as f32 - 5.0) / 50.0).collect();
-        let run = |wide: bool| -> f64 {
-            let rows = super::KvRows { data: &cache, stride: DH, offset: 0 };
-            let (mut scores, mut out) = (vec![0f32; HEADS * LEN], vec![0f32; HEADS * DH]);
-            let t = Instant::now();
-            for _ in 0..CALLS {
-                // SAFETY: AVX2, FMA and F16C (`isa()`) and AVX-512 F are
-                // detected (checked above); DH is a multiple of
-                // 16, q and out hold HEADS heads, scores HEADS * LEN, and the
-                // cache LEN rows of DH.
-                unsafe { super::attention::grouped(wide, &q, rows, rows, LEN, 0.1, &mut scores, &mut out, DH) };
-                std::hint::black_box(&out);
-            }
-            t.elapsed().as_secs_f64() * 1e6 / CALLS as f64
-        };
-        let mut best = [f64::INFINITY; 2];
-        for _ in 0..7 {
-            for (wide, b) in [false, true].into_iter().zip(best.iter_mut()) {
-                let slowest = std::thread::scope(|s| {
-                    let others: Vec<_> = (1..threads).map(|_| s.spawn(|| run(wide))).collect();
-                    let mine = run(wide);
-                    others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
-                });
-                *b = b.min(slowest);
-            }
+    const DH: usize = 128;
+    const LEN: usize = 512;
+    const HEADS: usize = 4;
+    const CALLS: usize = 8;
+    let cache: Vec<u16> = (0..LEN * DH).map(|i| super::f32_to_f16(((i % 29) as f32 - 14.0) / 14.0)).collect();
+    let q: Vec<f32> = (0..HEADS * DH).map(|i| ((i % 11) as f32 - 5.0) / 50.0).collect();
+    let run = |wide: bool| -> f64 {
+        let rows = super::KvRows { data: &cache, stride: DH, offset: 0 };
+        let (mut scores, mut out) = (vec![0f32; HEADS * LEN], vec![0f32; HEADS * DH]);
+        let t = Instant::now();
+        for _ in 0..CALLS {
+            // SAFETY: AVX2, FMA and F16C (`isa()`) and AVX-512 F are
+            // detected (checked above); DH is a multiple of
+            // 16, q and out hold HEADS heads, scores HEADS * LEN, and the
+            // cache LEN rows of DH.
+            unsafe { super::attention::grouped(wide, &q, rows, rows, LEN, 0.1, &mut scores, &mut out, DH) };
+            std::hint::black_box(&out);
         }
-        vec![(256, best[0]), (512, best[1])]
+        t.elapsed().as_secs_f64() * 1e6 / CALLS as f64
+    };
+    let mut best = [f64::INFINITY; 2];
+    for _ in 0..7 {
+        for (wide, b) in [false, true].into_iter().zip(best.iter_mut()) {
+            let slowest = std::thread::scope(|s| {
+                let others: Vec<_> = (1..threads).map(|_| s.spawn(|| run(wide))).collect();
+                let mine = run(wide);
+                others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
+            });
+            *b = b.min(slowest);
+        }
     }
+    vec![(256, best[0]), (512, best[1])]
 }
 
 /// No 512-bit attention off x86-64: nothing to time.
