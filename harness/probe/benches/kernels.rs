@@ -4,7 +4,7 @@
 //! (compare with the host's read bandwidth, `pocketbench host-info`: decode
 //! cannot beat it), and each variant of the interleaved 4-bit kernel on a
 //! cache-resident matrix (the instructions, not the memory): one token
-//! (decode) and a 128-token prompt chunk (the prefill tiles), Q4_0 and Q4_1;
+//! (decode) and a 128-token prompt chunk (the prefill tiles), Q4_0, Q4_1 and Q4_K;
 //! and grouped-query attention over 512 cached positions.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
@@ -74,7 +74,7 @@ fn variants(c: &mut Criterion) {
     // process of its own choice only through POCKETBENCH_KERNELS, so these
     // groups time the variants this process chose, named in the group.
     let choice = x8_choice();
-    for kind in [WeightType::Q4_0, WeightType::Q4_1] {
+    for kind in [WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4K] {
         let w = matrix(kind, 256, 2048);
         for tokens in [1, 128] {
             let (x, xq) = activations(2048 * tokens);

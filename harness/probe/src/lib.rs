@@ -235,10 +235,9 @@ pub fn run(
         (engine == EngineKind::Candle && gguf::ggml_dtype(spec.shape.quant).ok() == Some(GgmlDType::Q4K)).then(|| {
             (
                 "caveat".to_string(),
-                "q4_k is rewritten at load as interleaved Q4_1 blocks (each 32-weight sub-block's scale and \
-                 minimum rounded to f16) and runs on the Q4_1 kernels: 5.0 bits per weight in memory against the \
-                 file's 4.5, so its weights take about 11% more memory and bandwidth than a native Q4_K engine's \
-                 (README, Storage types)"
+                "q4_k is repacked at load eight rows at a time with its 6-bit sub-block scales and minimums as \
+                 bytes: 4.625 bits per weight in memory against the file's 4.5, so its weights take about 2.8% \
+                 more memory and bandwidth than ggml's packing (README, Storage types)"
                     .to_string(),
             )
         }),

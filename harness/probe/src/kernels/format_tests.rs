@@ -46,9 +46,10 @@ fn every_type_decodes_to_candles_values_after_repacking() {
         let mut got = vec![0f32; cols];
         for r in 0..rows {
             m.dequantize_row(r, &mut got);
-            // Q4_K's sub-block scales and minimums are rounded to f16 in
-            // its Q4_1 form: 2^-11 of each, times at most 15 nibble steps.
-            let tol = if kind == WeightType::Q4K { 2e-3 } else { 1e-6 };
+            // Q4_K's groups keep every factor exactly; its tail rows, kept
+            // as Q4_1, round each sub-block's scale and minimum to f16:
+            // 2^-11 of each, times at most 15 nibble steps.
+            let tol = if kind == WeightType::Q4K && r >= 16 { 2e-3 } else { 1e-6 };
             for (c, (g, w)) in got.iter().zip(&want[r * cols..(r + 1) * cols]).enumerate() {
                 assert!((g - w).abs() <= tol * w.abs().max(1.0), "{} row {r} col {c}: {g} vs {w}", kind.name());
             }
@@ -116,13 +117,20 @@ fn the_new_simd_kernels_match_the_portable_ones() {
         let (f, _) = quantized(WeightType::F32, 1, cols, nb as u64);
         let (a, b) = (dot_f32_bytes(&f, &x), scalar::dot_f32_bytes(&f, &x));
         assert!(close(a, b, b.abs()), "f32 nb={nb}: {a} vs {b}");
-        let (g, _) = quantized(WeightType::Q4_1, 8, cols, nb as u64);
-        let m = QMatrix::new(WeightType::Q4_1, 8, cols, g).unwrap();
-        let (mut a, mut b) = ([0f32; 8], [0f32; 8]);
-        dot_q4_1x8(m.group(0), &xq, &mut a);
-        scalar::dot_q4x8::<true>(m.group(0), &xq, &mut b);
-        for (p, q) in a.iter().zip(&b) {
-            assert!(close(*p, *q, q.abs()), "q4_1x8 nb={nb}: {a:?} vs {b:?}");
+        for kind in [WeightType::Q4_1, WeightType::Q4K] {
+            let (g, _) = quantized(kind, 8, cols, nb as u64);
+            let m = QMatrix::new(kind, 8, cols, g).unwrap();
+            let (mut a, mut b) = ([0f32; 8], [0f32; 8]);
+            if kind == WeightType::Q4K {
+                dot_q4_kx8(m.group(0), &xq, &mut a);
+                scalar::dot_q4x8::<{ layout::Q4K }>(m.group(0), &xq, &mut b);
+            } else {
+                dot_q4_1x8(m.group(0), &xq, &mut a);
+                scalar::dot_q4x8::<{ layout::Q41 }>(m.group(0), &xq, &mut b);
+            }
+            for (p, q) in a.iter().zip(&b) {
+                assert!(close(*p, *q, q.abs()), "{} x8 nb={nb}: {a:?} vs {b:?}", kind.name());
+            }
         }
     }
 }
@@ -136,31 +144,25 @@ fn q4_k_needs_whole_super_blocks() {
 #[test]
 fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one() {
     let mut r = rand::rngs::StdRng::seed_from_u64(4);
-    for nb in [1, 2, 5, 64] {
+    for nb in [1, 2, 5, 8, 24, 64] {
         let cols = nb * BLOCK;
         let x: Vec<f32> = (0..cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
         let mut xq = vec![BlockQ8::default(); nb];
         quantize_q8(&x, &mut xq);
-        for kind in [WeightType::Q4_0, WeightType::Q4_1] {
+        for kind in [WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4K] {
+            if kind == WeightType::Q4K && nb % 8 != 0 {
+                continue; // whole super-blocks only
+            }
             let (g, _) = quantized(kind, 8, cols, nb as u64 + 17);
             let m = QMatrix::new(kind, 8, cols, g).unwrap();
+            let l = m.layout().unwrap();
             let mut want = [0f32; 8];
-            match kind {
-                WeightType::Q4_0 => scalar::dot_q4x8::<false>(m.group(0), &xq, &mut want),
-                _ => scalar::dot_q4x8::<true>(m.group(0), &xq, &mut want),
-            }
+            portable_x8(l, m.group(0), &xq, &mut want);
             for v in X8_VARIANTS.into_iter().filter(|v| v.supported()) {
                 for pf in [false, true] {
                     let mut got = [0f32; 8];
-                    // SAFETY: the variant is supported and the group holds nb block columns.
-                    unsafe {
-                        match (kind, pf) {
-                            (WeightType::Q4_0, false) => x8_with::<false, false>(v, m.group(0), &xq, &mut got),
-                            (WeightType::Q4_0, true) => x8_with::<false, true>(v, m.group(0), &xq, &mut got),
-                            (_, false) => x8_with::<true, false>(v, m.group(0), &xq, &mut got),
-                            (_, true) => x8_with::<true, true>(v, m.group(0), &xq, &mut got),
-                        }
-                    }
+                    // SAFETY: the variant is supported and the group holds nb block columns of its layout.
+                    unsafe { x8_dyn(v, l, pf, m.group(0), &xq, &mut got) };
                     for (a, b) in got.iter().zip(&want) {
                         assert!(
                             close(*a, *b, b.abs()),
@@ -175,31 +177,39 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
     }
 }
 
+/// The portable kernel of layout `l`: the reference of the SIMD ones.
+fn portable_x8(l: u8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    match l {
+        layout::Q40 => scalar::dot_q4x8::<{ layout::Q40 }>(group, x, out),
+        layout::Q41 => scalar::dot_q4x8::<{ layout::Q41 }>(group, x, out),
+        _ => scalar::dot_q4x8::<{ layout::Q4K }>(group, x, out),
+    }
+}
+
 #[test]
 fn every_tile_kernel_matches_the_portable_kernel_token_by_token() {
     let mut r = rand::rngs::StdRng::seed_from_u64(6);
     for v in X8_VARIANTS.into_iter().filter(|v| v.supported() && tile_tokens_of(*v) > 1) {
         let (tt, k) = (tile_tokens_of(v), tile_groups_of(v));
-        for nb in [1, 3, 28] {
+        for nb in [1, 3, 16, 28] {
             let cols = nb * BLOCK;
             let x: Vec<f32> = (0..tt * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
             let mut xq = vec![BlockQ8::default(); tt * nb];
             quantize_q8(&x, &mut xq);
-            for (kind, min) in [(WeightType::Q4_0, false), (WeightType::Q4_1, true)] {
+            for kind in [WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4K] {
+                if kind == WeightType::Q4K && nb % 8 != 0 {
+                    continue; // whole super-blocks only
+                }
                 let (g, _) = quantized(kind, 8 * k, cols, nb as u64 + 3);
                 let m = QMatrix::new(kind, 8 * k, cols, g).unwrap();
+                let l = m.layout().unwrap();
                 let mut got = vec![[0f32; 8]; k * tt];
                 // SAFETY: supported, a tile kernel exists, and the lengths match.
-                unsafe { tile_with(v, min, m.group_run(0, k), &xq, nb, &mut got) };
+                unsafe { tile_with(v, l, m.group_run(0, k), &xq, nb, &mut got) };
                 for (i, row) in got.iter().enumerate() {
                     let (group, t) = (i / tt, i % tt);
                     let mut want = [0f32; 8];
-                    let xt = &xq[t * nb..(t + 1) * nb];
-                    if min {
-                        scalar::dot_q4x8::<true>(m.group(group), xt, &mut want)
-                    } else {
-                        scalar::dot_q4x8::<false>(m.group(group), xt, &mut want)
-                    }
+                    portable_x8(l, m.group(group), &xq[t * nb..(t + 1) * nb], &mut want);
                     for (a, b) in row.iter().zip(&want) {
                         assert!(
                             close(*a, *b, b.abs()),

@@ -147,8 +147,12 @@ pub fn matmul<const N: usize>(
     pool.share(&|t| {
         for ((w, out), shares) in ws.iter().zip(&outs).zip(&shares) {
             let (groups, kernel) = (w.groups(), w.kind.row_kernel());
-            let min = w.kind == WeightType::Q4_1;
-            let x8: fn(&[u8], &[BlockQ8], &mut [f32; GROUP]) = if min { super::dot_q4_1x8 } else { super::dot_q4_0x8 };
+            let l = w.layout().unwrap_or(super::layout::Q40);
+            let x8: fn(&[u8], &[BlockQ8], &mut [f32; GROUP]) = match w.kind {
+                WeightType::Q4_1 => super::dot_q4_1x8,
+                WeightType::Q4K => super::dot_q4_kx8,
+                _ => super::dot_q4_0x8,
+            };
             let mut lanes = [0f32; GROUP];
             let mut tiles = [[0f32; GROUP]; 16];
             let units = units(w);
@@ -158,7 +162,7 @@ pub fn matmul<const N: usize>(
                     let run = w.group_run(g0, k);
                     for t0 in (0..tiled).step_by(tile.max(1)) {
                         let tiles = &mut tiles[..k * tile];
-                        super::dot_q4x8_tile(min, run, &xq[t0 * nb..(t0 + tile) * nb], nb, tiles);
+                        super::dot_q4x8_tile(l, run, &xq[t0 * nb..(t0 + tile) * nb], nb, tiles);
                         for (i, lanes) in tiles.iter().enumerate() {
                             let (g, j) = (g0 + i / tile, i % tile);
                             for (lane, v) in lanes.iter().enumerate() {

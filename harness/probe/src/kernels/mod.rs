@@ -28,6 +28,7 @@
 mod attention;
 #[cfg(target_arch = "x86_64")]
 mod gqa;
+mod layout;
 mod matmul;
 #[cfg(target_arch = "aarch64")]
 mod neon;
@@ -172,7 +173,7 @@ pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     assert_eq!(Some(group.len()), x.len().checked_mul(18 * 8), "dot_q4_0x8: length mismatch");
     // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_chosen::<false>(group, x, out) }
+    unsafe { x8_chosen::<{ layout::Q40 }>(group, x, out) }
 }
 
 /// Tokens per tile of the chosen prefill kernel (1 where there is none:
@@ -206,13 +207,24 @@ fn tile_groups_of(v: X8) -> usize {
     }
 }
 
-/// Groups of eight interleaved Q4_0 (`min` false) or Q4_1 rows (one, or
-/// [`tile_groups`] back to back) times [`tile_tokens`] tokens of `nb`
-/// blocks each (`x`, token after token): `out[g * tokens + t][lane]`.
-pub fn dot_q4x8_tile(min: bool, groups: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+/// Bytes of a group of `nb` block columns in layout `l`, or `None` where
+/// the product overflows (or `nb` is not whole super-blocks of Q4_K).
+fn group_len(l: u8, nb: usize) -> Option<usize> {
+    if l == layout::Q4K && !nb.is_multiple_of(8) {
+        return None;
+    }
+    // A super-block's bytes bound every layout's bytes a column.
+    nb.checked_mul(layout::SB).map(|_| layout::group_bytes(l, nb))
+}
+
+/// Groups of eight interleaved rows in layout `l` (the matrix's
+/// [`QMatrix::layout`]; one, or [`tile_groups`] back to back) times
+/// [`tile_tokens`] tokens of `nb` blocks each (`x`, token after token):
+/// `out[g * tokens + t][lane]`.
+pub fn dot_q4x8_tile(l: u8, groups: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
     let t = tile_tokens();
     assert!(t > 1 && Some(x.len()) == nb.checked_mul(t), "dot_q4x8_tile: {t} tokens");
-    let one = nb.checked_mul(8 * if min { 20 } else { 18 }).expect("dot_q4x8_tile: group size");
+    let one = group_len(l, nb).expect("dot_q4x8_tile: group size");
     let v = x8_choice().tile;
     // One group of a two-group variant (a matrix's odd last one) takes the
     // eight-row kernel of the same tile size.
@@ -228,7 +240,7 @@ pub fn dot_q4x8_tile(min: bool, groups: &[u8], x: &[BlockQ8], nb: usize, out: &m
     // SAFETY: the variant is supported (the chosen one, or the eight-row
     // AVX-512 one beside the sixteen-row one); its tile size, group count
     // and the lengths are checked above.
-    unsafe { tile_with(v, min, groups, x, nb, out) }
+    unsafe { tile_with(v, l, groups, x, nb, out) }
 }
 
 /// The prefill kernel of variant `v`.
@@ -238,19 +250,24 @@ pub fn dot_q4x8_tile(min: bool, groups: &[u8], x: &[BlockQ8], nb: usize, out: &m
 /// tokens of `nb` blocks, `group` `tile_groups_of(v)` groups of `nb` block
 /// columns and `out` `tile_groups_of(v)` times the tokens.
 #[allow(unused_variables)] // off x86-64 there is no tile kernel
-unsafe fn tile_with(v: X8, min: bool, group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+unsafe fn tile_with(v: X8, l: u8, group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: as the caller guarantees.
     unsafe {
-        match (v, min) {
-            (X8::Avx2, false) => tile::tile_avx2::<false>(group, x, nb, out),
-            (X8::Avx2, true) => tile::tile_avx2::<true>(group, x, nb, out),
-            (X8::AvxVnni, false) => tile::tile_avxvnni::<false>(group, x, nb, out),
-            (X8::AvxVnni, true) => tile::tile_avxvnni::<true>(group, x, nb, out),
-            (X8::Avx512Vnni, false) => tile::tile_avx512vnni::<false>(group, x, nb, out),
-            (X8::Avx512Vnni, true) => tile::tile_avx512vnni::<true>(group, x, nb, out),
-            (X8::Avx512Vnni16, false) => tile::tile16_avx512vnni::<false>(group, x, nb, out),
-            (X8::Avx512Vnni16, true) => tile::tile16_avx512vnni::<true>(group, x, nb, out),
+        use layout::{Q40, Q41, Q4K};
+        match (v, l) {
+            (X8::Avx2, Q40) => tile::tile_avx2::<Q40>(group, x, nb, out),
+            (X8::Avx2, Q41) => tile::tile_avx2::<Q41>(group, x, nb, out),
+            (X8::Avx2, _) => tile::tile_avx2::<Q4K>(group, x, nb, out),
+            (X8::AvxVnni, Q40) => tile::tile_avxvnni::<Q40>(group, x, nb, out),
+            (X8::AvxVnni, Q41) => tile::tile_avxvnni::<Q41>(group, x, nb, out),
+            (X8::AvxVnni, _) => tile::tile_avxvnni::<Q4K>(group, x, nb, out),
+            (X8::Avx512Vnni, Q40) => tile::tile_avx512vnni::<Q40>(group, x, nb, out),
+            (X8::Avx512Vnni, Q41) => tile::tile_avx512vnni::<Q41>(group, x, nb, out),
+            (X8::Avx512Vnni, _) => tile::tile_avx512vnni::<Q4K>(group, x, nb, out),
+            (X8::Avx512Vnni16, Q40) => tile::tile16_avx512vnni::<Q40>(group, x, nb, out),
+            (X8::Avx512Vnni16, Q41) => tile::tile16_avx512vnni::<Q41>(group, x, nb, out),
+            (X8::Avx512Vnni16, _) => tile::tile16_avx512vnni::<Q4K>(group, x, nb, out),
             _ => unreachable!("only the x86 variants have tile kernels"),
         }
     }
@@ -263,42 +280,63 @@ unsafe fn tile_with(v: X8, min: bool, group: &[u8], x: &[BlockQ8], nb: usize, ou
 ///
 /// # Safety
 /// As [`x8_with`], for the chosen variant.
-unsafe fn x8_chosen<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+unsafe fn x8_chosen<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     let c = x8_choice();
     // SAFETY: as the caller guarantees; the chosen variant is supported.
     unsafe {
         if c.prefetch {
-            x8_with::<MIN, true>(c.variant, group, x, out)
+            x8_with::<L, true>(c.variant, group, x, out)
         } else {
-            x8_with::<MIN, false>(c.variant, group, x, out)
+            x8_with::<L, false>(c.variant, group, x, out)
         }
     }
 }
 
-/// The interleaved 4-bit kernel of variant `v` (`MIN`: Q4_1, else Q4_0;
-/// `PF`: with software prefetch, where the variant has it).
+/// [`x8_with`] with the layout and prefetch chosen at run time (start-up
+/// timing and tests).
 ///
 /// # Safety
-/// `v` must be [`X8::supported`], and `group.len() == x.len() * 8 * (20 if
-/// MIN else 18)`.
-unsafe fn x8_with<const MIN: bool, const PF: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+/// As [`x8_with`].
+unsafe fn x8_dyn(v: X8, l: u8, pf: bool, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    use layout::{Q40, Q41, Q4K};
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match (l, pf) {
+            (Q40, false) => x8_with::<Q40, false>(v, group, x, out),
+            (Q40, true) => x8_with::<Q40, true>(v, group, x, out),
+            (Q41, false) => x8_with::<Q41, false>(v, group, x, out),
+            (Q41, true) => x8_with::<Q41, true>(v, group, x, out),
+            (_, false) => x8_with::<Q4K, false>(v, group, x, out),
+            (_, true) => x8_with::<Q4K, true>(v, group, x, out),
+        }
+    }
+}
+
+/// The interleaved 4-bit kernel of variant `v` for layout `L`
+/// ([`layout`]); `PF`: with software prefetch, where the variant has it.
+///
+/// # Safety
+/// `v` must be [`X8::supported`], and `group` must hold `x.len()` block
+/// columns of layout `L` (`layout::group_bytes(L, x.len())` bytes; for Q4_K,
+/// `x.len()` a multiple of 8).
+unsafe fn x8_with<const L: u8, const PF: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     match v {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2, FMA and F16C detected (`supported`); lengths as the caller guarantees.
-        X8::Avx2 => unsafe { tile::row8_avx2::<MIN>(group, x, x.len(), std::slice::from_mut(out)) },
+        X8::Avx2 => unsafe { tile::row8_avx2::<L>(group, x, x.len(), std::slice::from_mut(out)) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
-        X8::AvxVnni => unsafe { tile::row8_avxvnni::<MIN>(group, x, x.len(), std::slice::from_mut(out)) },
+        X8::AvxVnni => unsafe { tile::row8_avxvnni::<L>(group, x, x.len(), std::slice::from_mut(out)) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512 F, BW and VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
-        X8::Avx512Vnni | X8::Avx512Vnni16 => unsafe { vnni::dot_q4x8_avx512vnni::<MIN, PF>(group, x, out) },
+        X8::Avx512Vnni | X8::Avx512Vnni16 => unsafe { vnni::dot_q4x8_avx512vnni::<L, PF>(group, x, out) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: NEON is part of the AArch64 baseline; lengths as the caller guarantees.
-        X8::Neon if !MIN => unsafe { neon::dot_q4_0x8(group, x, out) },
+        X8::Neon if L == layout::Q40 => unsafe { neon::dot_q4_0x8(group, x, out) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: the dot-product extension detected (`supported`); lengths as the caller guarantees.
-        X8::NeonDot => unsafe { neon::dot_q4x8_dotprod::<MIN>(group, x, out) },
-        _ => scalar::dot_q4x8::<MIN>(group, x, out),
+        X8::NeonDot => unsafe { neon::dot_q4x8_dotprod::<L>(group, x, out) },
+        _ => scalar::dot_q4x8::<L>(group, x, out),
     }
 }
 
@@ -314,7 +352,15 @@ pub fn dot_q4_1(row: &[u8], x: &[BlockQ8]) -> f32 {
 pub fn dot_q4_1x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     assert_eq!(Some(group.len()), x.len().checked_mul(20 * 8), "dot_q4_1x8: length mismatch");
     // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_chosen::<true>(group, x, out) }
+    unsafe { x8_chosen::<{ layout::Q41 }>(group, x, out) }
+}
+
+/// Dot products of eight Q4_K rows stored interleaved ([`layout`]; `x`
+/// whole super-blocks of 256 weights).
+pub fn dot_q4_kx8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    assert_eq!(Some(group.len()), group_len(layout::Q4K, x.len()), "dot_q4_kx8: length mismatch");
+    // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
+    unsafe { x8_chosen::<{ layout::Q4K }>(group, x, out) }
 }
 
 /// Dot product of a Q8_0 row (`x.len()` blocks of 34 bytes) with `x`.

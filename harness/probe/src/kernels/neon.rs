@@ -22,7 +22,7 @@
 
 use std::arch::aarch64::*;
 
-use super::{scalar, BlockQ8, BLOCK};
+use super::{layout, scalar, BlockQ8, BLOCK};
 
 /// Eight IEEE halves (as u16 lanes) to f32 in integer and f32 arithmetic
 /// (the half-precision vector type is not stable Rust): the magnitude bits
@@ -215,29 +215,44 @@ fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
     acc
 }
 
-/// Eight interleaved Q4_0 (`MIN` false) or Q4_1 rows with `sdot`: the
-/// layout of [`dot_q4_0x8`] is four bytes of four rows per 16-byte load,
-/// and `sdot` against four activation bytes broadcast adds exactly those
-/// four products into each row's lane, so one instruction replaces the
-/// widening multiplies and pairwise adds of the baseline kernel. Nibbles
-/// stay unsigned; Q4_0 subtracts `8 * sum(y)` once per block and Q4_1 adds
-/// `m * d_y * sum(y)`.
+/// Eight interleaved 4-bit rows in layout `L` ([`super::layout`]: Q4_0,
+/// Q4_1 or Q4_K) with `sdot`: the layout of [`dot_q4_0x8`] is four bytes of
+/// four rows per 16-byte load, and `sdot` against four activation bytes
+/// broadcast adds exactly those four products into each row's lane, so one
+/// instruction replaces the widening multiplies and pairwise adds of the
+/// baseline kernel. Nibbles stay unsigned; Q4_0 subtracts `8 * sum(y)` once
+/// per block, Q4_1 and Q4_K add `m * d_y * sum(y)` (Q4_K's scales and
+/// minimums are byte factors of the super-block's `d` and `-dmin`).
 ///
 /// # Safety
-/// The CPU must have NEON and the dot-product extension, and
-/// `group.len() == x.len() * 8 * (20 if MIN else 18)`.
+/// The CPU must have NEON and the dot-product extension, and the group
+/// must hold `x.len()` block columns (`layout::group_bytes(L, x.len())` bytes).
 #[target_feature(enable = "neon,dotprod")]
-pub(super) unsafe fn dot_q4x8_dotprod<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+pub(super) unsafe fn dot_q4x8_dotprod<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     // SAFETY: NEON and dotprod as the caller guarantees, and the group holds
-    // `x.len()` block columns of `bb` bytes; every offset below stays inside.
+    // `x.len()` block columns of layout `L`; every offset below stays inside.
     unsafe {
-        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+        let at = layout::nibbles_at(L);
         let lo = vdupq_n_u8(0x0f);
         let (mut acc0, mut acc1) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
         let p = group.as_ptr();
+        let bytes = |q: *const u8| {
+            let w = vmovl_u8(vld1_u8(q));
+            (vcvtq_f32_u32(vmovl_u16(vget_low_u16(w))), vcvtq_f32_u32(vmovl_high_u16(w)))
+        };
         for (b, y) in x.iter().enumerate() {
-            let blk = p.add(b * bb);
-            let (d0, d1) = halves_to_f32(vld1q_u16(blk as *const u16));
+            let blk = p.add(layout::col_at(L, b));
+            let ((d0, d1), (m0, m1)) = if L == layout::Q4K {
+                let h = p.add(layout::header_at(b));
+                let ((hd0, hd1), (hm0, hm1)) =
+                    (halves_to_f32(vld1q_u16(h as *const u16)), halves_to_f32(vld1q_u16(h.add(16) as *const u16)));
+                let ((s0, s1), (n0, n1)) = (bytes(blk), bytes(blk.add(8)));
+                ((vmulq_f32(hd0, s0), vmulq_f32(hd1, s1)), (vmulq_f32(hm0, n0), vmulq_f32(hm1, n1)))
+            } else if L == layout::Q41 {
+                (halves_to_f32(vld1q_u16(blk as *const u16)), halves_to_f32(vld1q_u16(blk.add(16) as *const u16)))
+            } else {
+                (halves_to_f32(vld1q_u16(blk as *const u16)), (vdupq_n_f32(0.0), vdupq_n_f32(0.0)))
+            };
             let yq = y.qs.as_ptr() as *const i32;
             let (mut s03, mut s47) = (vdupq_n_s32(0), vdupq_n_s32(0));
             for m in 0..4 {
@@ -250,14 +265,13 @@ pub(super) unsafe fn dot_q4x8_dotprod<const MIN: bool>(group: &[u8], x: &[BlockQ
                 s47 = sdot(s47, vreinterpretq_s8_u8(vandq_u8(p47, lo)), yl);
                 s47 = sdot(s47, vreinterpretq_s8_u8(vshrq_n_u8::<4>(p47)), yh);
             }
-            if !MIN {
+            if L == layout::Q40 {
                 let bias = vdupq_n_s32(8 * y.sum);
                 (s03, s47) = (vsubq_s32(s03, bias), vsubq_s32(s47, bias));
             }
             acc0 = vfmaq_f32(acc0, vmulq_n_f32(d0, y.d), vcvtq_f32_s32(s03));
             acc1 = vfmaq_f32(acc1, vmulq_n_f32(d1, y.d), vcvtq_f32_s32(s47));
-            if MIN {
-                let (m0, m1) = halves_to_f32(vld1q_u16(blk.add(16) as *const u16));
+            if L != layout::Q40 {
                 let ys = y.d * y.sum as f32;
                 acc0 = vfmaq_n_f32(acc0, m0, ys);
                 acc1 = vfmaq_n_f32(acc1, m1, ys);

@@ -7,6 +7,7 @@
 //! `dmin`, 12 bytes of 6-bit sub-block scales and mins, 128 bytes of
 //! nibbles; `w = d * sc * q - dmin * m` per sub-block of 32), F16 and F32.
 
+use super::layout::{self, q4_k_lane};
 use super::{f16_to_f32, BlockQ8, BLOCK};
 
 /// Storage type of a [`QMatrix`].
@@ -63,12 +64,13 @@ impl WeightType {
         }
     }
 
-    /// Bytes per row and block ahead of the nibbles in the interleaved
-    /// layout (`d`, or `d` and `m`); `None` for types kept row-major.
-    fn header(self) -> Option<usize> {
+    /// The interleaved layout of the type's whole groups of eight rows
+    /// ([`super::layout`]); `None` for types kept row-major.
+    pub(super) fn layout(self) -> Option<u8> {
         match self {
-            WeightType::Q4_0 => Some(2),
-            WeightType::Q4_1 => Some(4),
+            WeightType::Q4_0 => Some(layout::Q40),
+            WeightType::Q4_1 => Some(layout::Q41),
+            WeightType::Q4K => Some(layout::Q4K),
             _ => None,
         }
     }
@@ -84,7 +86,8 @@ impl WeightType {
             WeightType::Q4_0 => RowKernel::Q8(super::dot_q4_0),
             WeightType::Q4_1 => RowKernel::Q8(super::dot_q4_1),
             WeightType::Q8_0 => RowKernel::Q8(super::dot_q8_0),
-            WeightType::Q4K => unreachable!("QMatrix::new stores Q4_K as Q4_1"),
+            // The tail rows of a Q4_K matrix are kept as Q4_1 (`layout::repack_q4_k`).
+            WeightType::Q4K => RowKernel::Q8(super::dot_q4_1),
             WeightType::F16 => RowKernel::F(super::dot_f16),
             WeightType::F32 => RowKernel::F(super::dot_f32_bytes),
         }
@@ -105,15 +108,13 @@ pub const GROUP: usize = 8;
 
 /// A weight matrix in ggml's blocks.
 ///
-/// Q8_0 and float matrices keep ggml's row-major layout. Q4_0 and Q4_1
-/// matrices (and Q4_K ones, rewritten as Q4_1 first) are repacked at load,
-/// in place, into groups of [`GROUP`] rows (a
-/// tail of `rows % 8` rows stays row-major): for each block column, the
-/// eight f16 scales (16 bytes; for Q4_1 then the eight f16 minimums), then
-/// four 32-byte runs where run `m` holds bytes `4m..4m+4` of each row's 16
-/// nibble bytes, row after row. One 32-byte load then feeds all eight rows
-/// (see `dot_q4_0x8`). The size is unchanged: 8 × 18 = 16 + 128, and
-/// 8 × 20 = 32 + 128.
+/// Q8_0 and float matrices keep ggml's row-major layout. Q4_0, Q4_1 and
+/// Q4_K matrices are repacked at load into groups of [`GROUP`] rows in the
+/// layouts of [`super::layout`] (a tail of `rows % 8` rows stays row-major,
+/// Q4_K's as Q4_1), so one 32-byte load of nibbles feeds all eight rows (see
+/// `dot_q4_0x8`). Q4_0 and Q4_1 keep their size (8 × 18 = 16 + 128, 8 × 20 =
+/// 32 + 128) and are repacked in place; Q4_K grows from 144 to 148 bytes a
+/// row per 256 weights.
 #[derive(Debug, Clone)]
 pub struct QMatrix {
     /// Storage type.
@@ -128,9 +129,8 @@ pub struct QMatrix {
 
 impl QMatrix {
     /// Take row-major ggml blocks (as stored in GGUF); checks the size and
-    /// repacks Q4_0 and Q4_1 in place. Q4_K is first rewritten as Q4_1
-    /// blocks ([`q4_k_as_q4_1`]) and repacked as Q4_1: the matrix then says
-    /// `Q4_1`, and takes the interleaved kernels.
+    /// repacks Q4_0 and Q4_1 in place, Q4_K into a new buffer
+    /// ([`layout::repack_q4_k`]).
     pub fn new(kind: WeightType, rows: usize, cols: usize, mut data: Vec<u8>) -> Result<QMatrix, String> {
         let per = kind.block_elems();
         if !cols.is_multiple_of(per) {
@@ -143,14 +143,12 @@ impl QMatrix {
         if data.len() != want {
             return Err(format!("{rows}x{cols} {} needs {want} bytes, got {}", kind.name(), data.len()));
         }
-        let kind = if kind == WeightType::Q4K {
-            data = q4_k_as_q4_1(&data);
-            WeightType::Q4_1
-        } else {
-            kind
-        };
         let m = QMatrix { kind, rows, cols, data: Vec::new() };
-        if let Some(h) = kind.header() {
+        if kind == WeightType::Q4K {
+            return Ok(QMatrix { data: layout::repack_q4_k(rows, cols, &data), ..m });
+        }
+        if let Some(l) = kind.layout() {
+            let h = layout::nibbles_at(l) / GROUP;
             let (rb, bb) = (m.row_bytes(), kind.block_bytes());
             let mut plain = vec![0u8; GROUP * rb];
             for g in 0..m.groups() {
@@ -174,13 +172,32 @@ impl QMatrix {
         Ok(QMatrix { data, ..m })
     }
 
+    /// The layout of the interleaved groups, if any.
+    pub(super) fn layout(&self) -> Option<u8> {
+        self.kind.layout()
+    }
+
+    /// Bytes of a row-major row in the file's type.
     pub(super) fn row_bytes(&self) -> usize {
         self.cols / self.kind.block_elems() * self.kind.block_bytes()
     }
 
-    /// Interleaved groups (Q4_0 and Q4_1 only).
+    /// Bytes of one tail row as stored (Q4_K's are Q4_1).
+    fn tail_row_bytes(&self) -> usize {
+        match self.kind {
+            WeightType::Q4K => self.cols / BLOCK * 20,
+            _ => self.row_bytes(),
+        }
+    }
+
+    /// Bytes of one interleaved group.
+    fn group_bytes(&self) -> usize {
+        self.layout().map_or(0, |l| layout::group_bytes(l, self.cols / BLOCK))
+    }
+
+    /// Interleaved groups (Q4_0, Q4_1 and Q4_K only).
     pub(super) fn groups(&self) -> usize {
-        match self.kind.header() {
+        match self.layout() {
             Some(_) => self.rows / GROUP,
             None => 0,
         }
@@ -197,31 +214,45 @@ impl QMatrix {
 
     /// Groups `g..g + k`, back to back.
     pub(super) fn group_run(&self, g: usize, k: usize) -> &[u8] {
-        let n = GROUP * self.row_bytes();
+        let n = self.group_bytes();
         &self.data[g * n..(g + k) * n]
     }
 
     /// A row-major row (outside the interleaved groups).
     pub(super) fn plain_row(&self, r: usize) -> &[u8] {
-        assert!(r >= self.groups() * GROUP, "row {r} is interleaved");
-        let n = self.row_bytes();
-        &self.data[r * n..(r + 1) * n]
+        let g = self.groups();
+        assert!(r >= g * GROUP, "row {r} is interleaved");
+        let (start, n) = (g * self.group_bytes(), self.tail_row_bytes());
+        &self.data[start + (r - g * GROUP) * n..start + (r - g * GROUP + 1) * n]
     }
 
     /// Row `r` as f32 (an embedding lookup).
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) {
         assert_eq!(out.len(), self.cols, "dequantize_row: length mismatch");
-        let (per, bb) = (self.kind.block_elems(), self.kind.block_bytes());
         if r >= self.groups() * GROUP {
+            let kind = if self.kind == WeightType::Q4K { WeightType::Q4_1 } else { self.kind };
+            let (per, bb) = (kind.block_elems(), kind.block_bytes());
             for (blk, o) in self.plain_row(r).chunks_exact(bb).zip(out.chunks_exact_mut(per)) {
-                dequantize_block(self.kind, blk, o);
+                dequantize_block(kind, blk, o);
+            }
+            return;
+        }
+        let (group, lane) = (self.group(r / GROUP), r % GROUP);
+        if self.kind == WeightType::Q4K {
+            for (b, o) in out.chunks_exact_mut(BLOCK).enumerate() {
+                let (d, m, q) = q4_k_lane(group, b, lane);
+                for (j, q) in q.iter().enumerate() {
+                    o[j] = (q & 0x0f) as f32 * d + m;
+                    o[j + BLOCK / 2] = (q >> 4) as f32 * d + m;
+                }
             }
             return;
         }
         // Gather the lane's bytes back into a plain block, then decode it.
-        let (lane, h) = (r % GROUP, self.kind.header().unwrap_or(0));
+        let (per, bb) = (self.kind.block_elems(), self.kind.block_bytes());
+        let h = self.layout().map_or(0, |l| layout::nibbles_at(l) / GROUP);
         let mut plain = [0u8; 20];
-        for (blk, o) in self.group(r / GROUP).chunks_exact(GROUP * bb).zip(out.chunks_exact_mut(per)) {
+        for (blk, o) in group.chunks_exact(GROUP * bb).zip(out.chunks_exact_mut(per)) {
             for k in 0..h / 2 {
                 plain[2 * k..2 * k + 2].copy_from_slice(&blk[16 * k + 2 * lane..16 * k + 2 * lane + 2]);
             }
@@ -236,43 +267,6 @@ impl QMatrix {
 
 fn half(b: &[u8], at: usize) -> f32 {
     f16_to_f32(u16::from_le_bytes([b[at], b[at + 1]]))
-}
-
-/// Sub-block `j`'s 6-bit scale and minimum of a Q4_K super-block (ggml's
-/// `get_scale_min_k4`).
-pub(super) fn q4_k_scale_min(j: usize, s: &[u8]) -> (u8, u8) {
-    if j < 4 {
-        (s[j] & 63, s[j + 4] & 63)
-    } else {
-        ((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4))
-    }
-}
-
-/// Row-major Q4_K super-blocks rewritten as row-major Q4_1 blocks, eight per
-/// super-block: sub-block `j`'s scale `d * sc_j` and minimum `-dmin * m_j`
-/// become the block's f16 `d` and `m`, and its 32 nibbles (the low or high
-/// halves of one 32-byte run of the super-block) Q4_1's order (byte `k`
-/// holds weights `k` and `k + 16`).
-///
-/// The nibbles are kept exactly; the two products are rounded to f16, a
-/// relative error of at most 2^-11 of each sub-block's scale and minimum
-/// (ggml keeps `d`, `dmin` in f16 and the 6-bit factors apart). The matrix
-/// grows from 4.5 to 5.0 bits per weight: the price of running Q4_K through
-/// the eight-row Q4_1 kernels (prefill tiles, VNNI and sdot variants) rather
-/// than row-major ones.
-pub fn q4_k_as_q4_1(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() / 144 * 8 * 20);
-    for sb in data.chunks_exact(144) {
-        let (d, dmin, scales, qs) = (half(sb, 0), half(sb, 2), &sb[4..16], &sb[16..]);
-        for j in 0..8 {
-            let (sc, m) = q4_k_scale_min(j, scales);
-            out.extend_from_slice(&half::f16::from_f32(d * sc as f32).to_bits().to_le_bytes());
-            out.extend_from_slice(&half::f16::from_f32(-(dmin * m as f32)).to_bits().to_le_bytes());
-            let (run, shift) = (&qs[32 * (j / 2)..32 * (j / 2) + 32], 4 * (j % 2));
-            out.extend((0..16).map(|k| ((run[k] >> shift) & 0x0f) | (((run[k + 16] >> shift) & 0x0f) << 4)));
-        }
-    }
-    out
 }
 
 /// One row-major block to f32 (`out` is the type's block long).
@@ -298,7 +292,7 @@ fn dequantize_block(kind: WeightType, blk: &[u8], o: &mut [f32]) {
                 *v = *q as i8 as f32 * d;
             }
         }
-        WeightType::Q4K => unreachable!("QMatrix::new stores Q4_K as Q4_1"),
+        WeightType::Q4K => unreachable!("Q4_K rows are dequantized from their layout or as Q4_1"),
         WeightType::F16 => {
             for (v, b) in o.iter_mut().zip(blk.chunks_exact(2)) {
                 *v = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));

@@ -1,7 +1,7 @@
 //! Portable kernels: the reference the SIMD kernels are tested against, and
 //! the path on CPUs without them.
 
-use super::{f16_to_f32, BlockQ8, BLOCK};
+use super::{f16_to_f32, layout, BlockQ8, BLOCK};
 
 pub(super) fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     let mut acc = 0f32;
@@ -17,14 +17,22 @@ pub(super) fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     acc
 }
 
-/// Interleaved 4-bit rows; `MIN`: Q4_1, else Q4_0 (see [`super::QMatrix`]).
-pub(super) fn dot_q4x8<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+/// Eight interleaved 4-bit rows in layout `L` (see [`super::layout`]).
+pub(super) fn dot_q4x8<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    let at = layout::nibbles_at(L);
     *out = [0.0; 8];
-    for (blk, y) in group.chunks_exact(bb).zip(x) {
+    for (b, y) in x.iter().enumerate() {
+        let blk = &group[layout::col_at(L, b)..];
         for (lane, o) in out.iter_mut().enumerate() {
-            let d = half(blk, 2 * lane);
-            let mut sum = if MIN { 0 } else { -8 * y.sum };
+            let (d, m) = match L {
+                layout::Q4K => {
+                    let (d, m, _) = layout::q4_k_lane(group, b, lane);
+                    (d, m)
+                }
+                layout::Q41 => (half(blk, 2 * lane), half(blk, 16 + 2 * lane)),
+                _ => (half(blk, 2 * lane), 0.0),
+            };
+            let mut sum = if L == layout::Q40 { -8 * y.sum } else { 0 };
             for run in 0..4 {
                 for j in 0..4 {
                     let q = blk[at + 32 * run + 4 * lane + j];
@@ -33,8 +41,8 @@ pub(super) fn dot_q4x8<const MIN: bool>(group: &[u8], x: &[BlockQ8], out: &mut [
                 }
             }
             *o += sum as f32 * d * y.d;
-            if MIN {
-                *o += half(blk, 16 + 2 * lane) * y.d * y.sum as f32;
+            if L != layout::Q40 {
+                *o += m * y.d * y.sum as f32;
             }
         }
     }

@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use super::{isa, span, BlockQ8, Isa, QMatrix, WeightType, BLOCK};
+use super::{isa, span, BlockQ8, Isa, QMatrix, BLOCK};
 
 /// A variant of the interleaved 4-bit kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,21 +233,14 @@ fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(bool, f64)> {
     let xf: Vec<f32> = (0..m.cols).map(|i| ((i % 13) as f32 - 6.0) / 6.0).collect();
     let mut x = vec![BlockQ8::default(); nb];
     super::quantize_q8(&xf, &mut x);
-    let min = m.kind == WeightType::Q4_1;
+    let l = m.layout().unwrap_or(super::layout::Q40);
     let run = |t: usize, pf: bool| -> f64 {
         let mut out = [0f32; 8];
         let start = Instant::now();
         for g in span(groups, t, threads) {
             // SAFETY: `v` is supported (the measured choice); group `g` of
-            // `m` holds `nb` block columns of Q4_0 (or, when `min`, Q4_1).
-            unsafe {
-                match (min, pf) {
-                    (false, false) => super::x8_with::<false, false>(v, m.group(g), &x, &mut out),
-                    (false, true) => super::x8_with::<false, true>(v, m.group(g), &x, &mut out),
-                    (true, false) => super::x8_with::<true, false>(v, m.group(g), &x, &mut out),
-                    (true, true) => super::x8_with::<true, true>(v, m.group(g), &x, &mut out),
-                }
-            }
+            // `m` holds `nb` block columns of its layout `l`.
+            unsafe { super::x8_dyn(v, l, pf, m.group(g), &x, &mut out) }
             std::hint::black_box(&out);
         }
         start.elapsed().as_secs_f64() * 1e3
@@ -352,9 +345,9 @@ fn time(candidates: &[X8], threads: usize, tokens: usize) -> Vec<(X8, f64)> {
                 // groups (GROUPS is even) and `x` 8 tokens of NB.
                 unsafe {
                     if tokens == 1 {
-                        super::x8_with::<false, false>(v, g, &x[..NB], &mut out[0]);
+                        super::x8_with::<{ super::layout::Q40 }, false>(v, g, &x[..NB], &mut out[0]);
                     } else {
-                        super::tile_with(v, false, g, &x[..tt * NB], NB, &mut out[..k * tt]);
+                        super::tile_with(v, super::layout::Q40, g, &x[..tt * NB], NB, &mut out[..k * tt]);
                     }
                 }
                 std::hint::black_box(&out);

@@ -17,13 +17,39 @@
 //! (0..15): Q4_0 subtracts `8 * sum(y)` once per block, Q4_1 adds
 //! `m * dy * sum(y)` with its eight minimums (`w = d * q + m`).
 //!
+//! Every kernel takes the layout `L` of [`super::layout`] as a const
+//! parameter: Q4_0, Q4_1, or Q4_K, whose scales and minimums are 6-bit
+//! factors of a per-super-block `d` and `-dmin` (two byte loads widened and
+//! two multiplies more a block column than Q4_1's f16 pairs).
+//!
 //! Callers must have checked the CPU features each `# Safety` section names,
 //! that `x` holds `T` tokens of `nb` blocks and that the group holds `nb`
-//! block columns of `8 * (20 if MIN else 18)` bytes.
+//! block columns (`layout::group_bytes(L, nb)` bytes).
 
 use std::arch::x86_64::*;
 
+use super::layout::{self, Q40};
 use super::BlockQ8;
+
+/// The eight rows' scales and minimums of block column `$b` (at `$blk`, in
+/// the group at `$p`) as two vectors of f32, in layout `$l`: Q4_0's minimums
+/// are zero, Q4_K's scales `d * sc` and minimums `-dmin * m`. Expanded inside
+/// each kernel, so it runs with the kernel's target features.
+macro_rules! scales8 {
+    ($l:expr, $p:expr, $b:expr, $blk:expr) => {{
+        let half8 = |q: *const u8| _mm256_cvtph_ps(_mm_loadu_si128(q as *const __m128i));
+        if $l == super::layout::Q4K {
+            let bytes8 = |q: *const u8| _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(q as *const __m128i)));
+            let h = $p.add(super::layout::header_at($b));
+            (_mm256_mul_ps(half8(h), bytes8($blk)), _mm256_mul_ps(half8(h.add(16)), bytes8($blk.add(8))))
+        } else if $l == super::layout::Q41 {
+            (half8($blk), half8($blk.add(16)))
+        } else {
+            (half8($blk), _mm256_setzero_ps())
+        }
+    }};
+}
+pub(super) use scales8;
 
 /// Tokens per tile of the AVX2 and AVX-VNNI kernels.
 pub(super) const T256: usize = 4;
@@ -36,17 +62,17 @@ macro_rules! tile_kernel {
     ($(#[$doc:meta])* $name:ident, $features:literal, $t:expr, $zero:expr, |$s:ident, $w:ident, $y:ident| $dot:expr, |$f:ident| $finish:expr) => {
         $(#[$doc])*
         #[target_feature(enable = $features)]
-        pub(super) unsafe fn $name<const MIN: bool>(group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+        pub(super) unsafe fn $name<const L: u8>(group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
             // SAFETY: the features as the caller guarantees; `x` holds T tokens of `nb` blocks and the group `nb` block columns, so every offset below is inside them.
             unsafe {
                 const T: usize = $t;
-                let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+                let at = layout::nibbles_at(L);
                 let lo = _mm256_set1_epi8(0x0f);
                 let mut acc = [_mm256_setzero_ps(); T];
                 let p = group.as_ptr();
                 for b in 0..nb {
                     // SAFETY (caller): block column b lies inside `group`.
-                    let blk = p.add(b * bb);
+                    let blk = p.add(layout::col_at(L, b));
                     let mut part = [$zero; T];
                     for m in 0..4 {
                         let pk = _mm256_loadu_si256(blk.add(at + 32 * m) as *const __m256i);
@@ -60,14 +86,13 @@ macro_rules! tile_kernel {
                             *s = $dot;
                         }
                     }
-                    let dx = _mm256_cvtph_ps(_mm_loadu_si128(blk as *const __m128i));
+                    let (dx, mx) = scales8!(L, p, b, blk);
                     for (t, (a, s)) in acc.iter_mut().zip(part).enumerate() {
                         let y = x.get_unchecked(t * nb + b);
                         let $f = s;
                         let s32: __m256i = $finish;
                         let dxy = _mm256_mul_ps(dx, _mm256_set1_ps(y.d));
-                        if MIN {
-                            let mx = _mm256_cvtph_ps(_mm_loadu_si128(blk.add(16) as *const __m128i));
+                        if L != Q40 {
                             *a = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), *a);
                             *a = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), *a);
                         } else {
@@ -154,11 +179,11 @@ pub(super) const T16: usize = 8;
 /// AVX-512 F, BW and VNNI, AVX2, FMA and F16C; `groups` two groups of `nb`
 /// block columns each, `x` [`T16`] tokens of `nb` blocks, `out` `2 * T16` long.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-pub(super) unsafe fn tile16_avx512vnni<const MIN: bool>(groups: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+pub(super) unsafe fn tile16_avx512vnni<const L: u8>(groups: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
     // SAFETY: the features as the caller guarantees; `groups` holds two groups of `nb` block columns and `x` T16 tokens of `nb` blocks, so every offset below is inside them.
     unsafe {
         const T: usize = T16;
-        let (bb, at) = if MIN { (160, 32) } else { (144, 16) };
+        let at = layout::nibbles_at(L);
         let lo = _mm512_set1_epi8(0x0f);
         let join = |a: *const u8, b: *const u8| {
             _mm512_inserti64x4(
@@ -167,17 +192,13 @@ pub(super) unsafe fn tile16_avx512vnni<const MIN: bool>(groups: &[u8], x: &[Bloc
                 1,
             )
         };
-        let halves = |a: *const u8, b: *const u8| {
-            _mm512_cvtph_ps(_mm256_inserti128_si256(
-                _mm256_castsi128_si256(_mm_loadu_si128(a as *const __m128i)),
-                _mm_loadu_si128(b as *const __m128i),
-                1,
-            ))
+        let both = |a: __m256, b: __m256| {
+            _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(a)), _mm256_castps_pd(b), 1))
         };
         let mut acc = [_mm512_setzero_ps(); T];
-        let (pa, pb) = (groups.as_ptr(), groups.as_ptr().add(nb * bb));
+        let (pa, pb) = (groups.as_ptr(), groups.as_ptr().add(layout::group_bytes(L, nb)));
         for b in 0..nb {
-            let (ba, bk) = (pa.add(b * bb), pb.add(b * bb));
+            let (ba, bk) = (pa.add(layout::col_at(L, b)), pb.add(layout::col_at(L, b)));
             let mut part = [_mm512_setzero_si512(); T];
             for m in 0..4 {
                 let pk = join(ba.add(at + 32 * m), bk.add(at + 32 * m));
@@ -189,12 +210,12 @@ pub(super) unsafe fn tile16_avx512vnni<const MIN: bool>(groups: &[u8], x: &[Bloc
                     *s = _mm512_dpbusd_epi32(*s, h, _mm512_set1_epi32(yq.add(4 + m).read_unaligned()));
                 }
             }
-            let dx = halves(ba, bk);
+            let ((da, ma), (dk, mk)) = (scales8!(L, pa, b, ba), scales8!(L, pb, b, bk));
+            let (dx, mx) = (both(da, dk), both(ma, mk));
             for (t, (a, s)) in acc.iter_mut().zip(part).enumerate() {
                 let y = x.get_unchecked(t * nb + b);
                 let dxy = _mm512_mul_ps(dx, _mm512_set1_ps(y.d));
-                if MIN {
-                    let mx = halves(ba.add(16), bk.add(16));
+                if L != Q40 {
                     *a = _mm512_fmadd_ps(dxy, _mm512_cvtepi32_ps(s), *a);
                     *a = _mm512_fmadd_ps(mx, _mm512_set1_ps(y.d * y.sum as f32), *a);
                 } else {
