@@ -231,6 +231,16 @@ pub fn run(
     .chain(net.map(|n| ("energy_j_per_run".to_string(), n)))
     .chain(thermal_method.map(|t| ("thermal".to_string(), t)))
     .chain((engine == EngineKind::Candle).then(|| ("kernels".to_string(), crate::kernels::x8_choice().describe())))
+    .chain((engine == EngineKind::Candle).then(|| {
+        (
+            "weights_memory".to_string(),
+            format!(
+                "matrices of 2 MiB and more in anonymous mappings advised MADV_HUGEPAGE before they are read \
+                 (Linux); transparent huge pages on this machine: {}",
+                crate::kernels::transparent_huge_pages().unwrap_or_else(|| "not reported".into())
+            ),
+        )
+    }))
     .chain(
         (engine == EngineKind::Candle && gguf::ggml_dtype(spec.shape.quant).ok() == Some(GgmlDType::Q4K)).then(|| {
             (

@@ -15,6 +15,7 @@
 //!   bits a weight against ggml's 4.5 (which packs the 6-bit factors into 12
 //!   bytes; unpacking them per row costs the kernel more than 2.8% of reads).
 
+use super::buf::WeightBuf;
 use super::qmatrix::GROUP;
 
 /// Q4_0 columns.
@@ -114,41 +115,45 @@ pub fn q4_k_as_q4_1(data: &[u8]) -> Vec<u8> {
 }
 
 /// Row-major Q4_K (`rows` rows of `cols / 256` super-blocks) in the [`Q4K`]
-/// layout: whole groups of eight rows interleaved, then the `rows % 8` tail
+/// layout, written into `alloc(len)`: whole groups of eight rows interleaved, then the `rows % 8` tail
 /// rows as row-major Q4_1 ([`q4_k_as_q4_1`]). Every value is kept exactly:
 /// `d` and `dmin` as the file's f16 (`-dmin` by its sign bit), the 6-bit
 /// factors as bytes, the nibbles as they were.
-pub(super) fn repack_q4_k(rows: usize, cols: usize, data: &[u8]) -> Vec<u8> {
+pub(super) fn repack_q4_k(
+    rows: usize,
+    cols: usize,
+    data: &[u8],
+    alloc: &mut dyn FnMut(usize) -> WeightBuf,
+) -> WeightBuf {
     let (nsb, groups) = (cols / 256, rows / GROUP);
     let rb = nsb * 144;
-    let tail = &data[groups * GROUP * rb..];
-    let mut out = Vec::with_capacity(groups * nsb * SB + tail.len() / 144 * 160);
+    let tail = q4_k_as_q4_1(&data[groups * GROUP * rb..]);
+    let mut out = alloc(groups * nsb * SB + tail.len());
+    let mut at = 0;
     for g in 0..groups {
         let sb = |lane: usize, s: usize| &data[(g * GROUP + lane) * rb + s * 144..][..144];
         for s in 0..nsb {
             for lane in 0..GROUP {
-                out.extend_from_slice(&sb(lane, s)[0..2]);
-            }
-            for lane in 0..GROUP {
                 let b = sb(lane, s);
-                out.extend_from_slice(&[b[2], b[3] ^ 0x80]);
+                out[at + 2 * lane..at + 2 * lane + 2].copy_from_slice(&b[0..2]);
+                out[at + 16 + 2 * lane..at + 18 + 2 * lane].copy_from_slice(&[b[2], b[3] ^ 0x80]);
             }
+            at += 32;
             for j in 0..8 {
-                let col = out.len();
-                out.resize(col + 144, 0);
                 for lane in 0..GROUP {
                     let b = sb(lane, s);
                     let (sc, m) = q4_k_scale_min(j, &b[4..16]);
-                    out[col + lane] = sc;
-                    out[col + 8 + lane] = m;
+                    out[at + lane] = sc;
+                    out[at + 8 + lane] = m;
                     for (k, q) in q4_k_nibbles(j, &b[16..]).enumerate() {
-                        out[col + 16 + 32 * (k / 4) + 4 * lane + k % 4] = q;
+                        out[at + 16 + 32 * (k / 4) + 4 * lane + k % 4] = q;
                     }
                 }
+                at += 144;
             }
         }
     }
-    out.extend(q4_k_as_q4_1(tail));
+    out[at..].copy_from_slice(&tail);
     out
 }
 

@@ -26,6 +26,7 @@
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 mod attention;
+mod buf;
 #[cfg(target_arch = "x86_64")]
 mod gqa;
 mod layout;
@@ -46,6 +47,7 @@ mod x86;
 use std::sync::OnceLock;
 
 pub use attention::{attend, KvRows};
+pub use buf::{transparent_huge_pages, Arena, WeightBuf};
 pub use matmul::{argmax, for_each_chunk, matmul, span, Shares};
 pub use pool::Pool;
 pub use qmatrix::{QMatrix, WeightType, GROUP, WEIGHT_TYPES};

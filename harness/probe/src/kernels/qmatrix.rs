@@ -7,6 +7,7 @@
 //! `dmin`, 12 bytes of 6-bit sub-block scales and mins, 128 bytes of
 //! nibbles; `w = d * sc * q - dmin * m` per sub-block of 32), F16 and F32.
 
+use super::buf::WeightBuf;
 use super::layout::{self, q4_k_lane};
 use super::{f16_to_f32, BlockQ8, BLOCK};
 
@@ -124,14 +125,27 @@ pub struct QMatrix {
     /// Input features (a multiple of the type's block).
     pub cols: usize,
     /// The blocks.
-    pub data: Vec<u8>,
+    pub data: WeightBuf,
 }
 
 impl QMatrix {
     /// Take row-major ggml blocks (as stored in GGUF); checks the size and
     /// repacks Q4_0 and Q4_1 in place, Q4_K into a new buffer
     /// ([`layout::repack_q4_k`]).
-    pub fn new(kind: WeightType, rows: usize, cols: usize, mut data: Vec<u8>) -> Result<QMatrix, String> {
+    pub fn new(kind: WeightType, rows: usize, cols: usize, data: impl Into<WeightBuf>) -> Result<QMatrix, String> {
+        QMatrix::new_in(kind, rows, cols, data, &mut WeightBuf::zeroed)
+    }
+
+    /// [`QMatrix::new`], a repacked Q4_K matrix written into `alloc(len)`
+    /// (an [`super::Arena`]'s next bytes, say).
+    pub fn new_in(
+        kind: WeightType,
+        rows: usize,
+        cols: usize,
+        data: impl Into<WeightBuf>,
+        alloc: &mut dyn FnMut(usize) -> WeightBuf,
+    ) -> Result<QMatrix, String> {
+        let mut data = data.into();
         let per = kind.block_elems();
         if !cols.is_multiple_of(per) {
             return Err(format!("{cols} columns is not a multiple of {per}, the block of {}", kind.name()));
@@ -143,9 +157,9 @@ impl QMatrix {
         if data.len() != want {
             return Err(format!("{rows}x{cols} {} needs {want} bytes, got {}", kind.name(), data.len()));
         }
-        let m = QMatrix { kind, rows, cols, data: Vec::new() };
+        let m = QMatrix { kind, rows, cols, data: WeightBuf::from(Vec::new()) };
         if kind == WeightType::Q4K {
-            return Ok(QMatrix { data: layout::repack_q4_k(rows, cols, &data), ..m });
+            return Ok(QMatrix { data: layout::repack_q4_k(rows, cols, &data, alloc), ..m });
         }
         if let Some(l) = kind.layout() {
             let h = layout::nibbles_at(l) / GROUP;

@@ -10,7 +10,7 @@ use std::path::Path;
 use candle_core::quantized::{gguf_file, GgmlDType};
 
 use crate::engine::EngineError;
-use crate::kernels::{QMatrix, WeightType};
+use crate::kernels::{Arena, QMatrix, WeightBuf, WeightType};
 
 /// The decoder families the engine runs: the same block, with or without
 /// QK-norm, and each with llama.cpp's RoPE layout for it.
@@ -128,22 +128,47 @@ struct Reader {
     file: File,
     infos: HashMap<String, gguf_file::TensorInfo>,
     base: u64,
+    /// Where the matrices go ([`Arena`]: huge pages for the weights).
+    arena: Arena,
 }
 
 impl Reader {
     fn bytes(&mut self, name: &str) -> Result<(GgmlDType, Vec<usize>, Vec<u8>), EngineError> {
+        let (dtype, dims, len) = self.info(name)?;
+        let mut buf = vec![0u8; len];
+        self.read_into(name, &mut buf)?;
+        Ok((dtype, dims, buf))
+    }
+
+    /// A tensor's type, dimensions and size in bytes.
+    fn info(&self, name: &str) -> Result<(GgmlDType, Vec<usize>, usize), EngineError> {
         let info = self.infos.get(name).ok_or_else(|| EngineError(format!("tensor `{name}` missing")))?;
         let (dtype, dims) = (info.ggml_dtype, info.shape.dims().to_vec());
         let elems: usize = dims.iter().product();
         let len = elems / dtype.block_size() * dtype.type_size();
-        let mut buf = vec![0u8; len];
-        self.file.seek(SeekFrom::Start(self.base + info.offset)).map_err(|e| EngineError(e.to_string()))?;
-        self.file.read_exact(&mut buf).map_err(|e| EngineError(format!("reading `{name}`: {e}")))?;
-        Ok((dtype, dims, buf))
+        Ok((dtype, dims, len))
+    }
+
+    /// A tensor's bytes into `buf` (as long as [`Reader::info`] says).
+    fn read_into(&mut self, name: &str, buf: &mut [u8]) -> Result<(), EngineError> {
+        let offset = self.infos.get(name).ok_or_else(|| EngineError(format!("tensor `{name}` missing")))?.offset;
+        self.file.seek(SeekFrom::Start(self.base + offset)).map_err(|e| EngineError(e.to_string()))?;
+        self.file.read_exact(buf).map_err(|e| EngineError(format!("reading `{name}`: {e}")))
     }
 
     fn matrix(&mut self, name: &str) -> Result<QMatrix, LoadError> {
-        let (dtype, dims, buf) = self.bytes(name)?;
+        // Q4_K is read aside and repacked into the arena; the rest is read
+        // into the arena and repacked in place.
+        let q4k = self.infos.get(name).is_some_and(|i| i.ggml_dtype == GgmlDType::Q4K);
+        let (dtype, dims, buf) = if q4k {
+            let (d, s, v) = self.bytes(name)?;
+            (d, s, WeightBuf::from(v))
+        } else {
+            let (d, s, len) = self.info(name)?;
+            let mut b = self.arena.take(len);
+            self.read_into(name, &mut b)?;
+            (d, s, b)
+        };
         let Some(kind) = weight_type(dtype) else {
             return Err(LoadError::Unsupported(format!(
                 "`{name}` is {dtype:?}; the native kernels cover {NATIVE_TYPES}"
@@ -152,7 +177,8 @@ impl Reader {
         let [rows, cols] = dims[..] else {
             return Err(EngineError(format!("`{name}` has {} dimensions, expected 2", dims.len())).into());
         };
-        QMatrix::new(kind, rows, cols, buf).map_err(|e| EngineError(format!("`{name}`: {e}")).into())
+        QMatrix::new_in(kind, rows, cols, buf, &mut |len| self.arena.take(len))
+            .map_err(|e| EngineError(format!("`{name}`: {e}")).into())
     }
 
     fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, EngineError> {
@@ -201,7 +227,14 @@ pub fn read(path: &Path) -> Result<Weights, LoadError> {
         // llama.cpp's default base where a file has none.
         theta: f(&k("rope.freq_base")).or_else(|e| if arch == Arch::Llama { Ok(10_000.0) } else { Err(e) })?,
     };
-    let mut r = Reader { file, infos: content.tensor_infos, base: content.tensor_data_offset };
+    // Room for every tensor (Q4_K grows by 4 bytes a row and 256 weights,
+    // and each buffer starts on 64 bytes); only what is written is memory.
+    let reserve = content.tensor_infos.values().fold(0usize, |n, i| {
+        let bytes = i.shape.elem_count() / i.ggml_dtype.block_size() * i.ggml_dtype.type_size();
+        n.saturating_add(bytes.saturating_add(bytes / 32).saturating_add(64))
+    });
+    let arena = Arena::new(reserve);
+    let mut r = Reader { file, infos: content.tensor_infos, base: content.tensor_data_offset, arena };
     let embed = r.matrix("token_embd.weight")?;
     cfg.vocab = embed.rows;
     if !cfg.heads.is_multiple_of(cfg.kv_heads.max(1)) || cfg.kv_heads == 0 || !cfg.head_dim.is_multiple_of(2) {

@@ -1,0 +1,189 @@
+//! The memory a weight matrix lives in.
+//!
+//! Decode streams every weight once a token, hundreds of megabytes, so with
+//! 4 KiB pages it takes a TLB miss every 4 KiB. A model's matrices are
+//! carved one after another out of one anonymous mapping ([`Arena`])
+//! advised `MADV_HUGEPAGE` before anything is written (Linux), so where
+//! transparent huge pages are `madvise` (Debian's and Ubuntu's default) or
+//! `always` the kernel backs them with 2 MiB pages as they are first
+//! touched; a matrix of its own smaller than 2 MiB could not hold one.
+//! Pages are touched only as matrices are written, so the reservation's
+//! unused end costs no memory. `methods.weights_memory` records the
+//! machine's setting.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+/// Matrices at least this large are mapped; smaller ones stay on the heap.
+const HUGE: usize = 2 << 20;
+
+/// A weight matrix's bytes: on the heap, in an anonymous mapping of its
+/// own, or a slice of an [`Arena`].
+pub struct WeightBuf(Inner);
+
+enum Inner {
+    /// A plain vector (small matrices; matrices built from a `Vec`).
+    Heap(Vec<u8>),
+    /// An anonymous mapping advised for huge pages.
+    Mapped(memmap2::MmapMut),
+    /// `len` bytes at `ptr` inside an arena's mapping, which `_map` keeps
+    /// alive; no other buffer covers them.
+    Carved { _map: Arc<memmap2::MmapMut>, ptr: *mut u8, len: usize },
+}
+
+// SAFETY: a `Carved` buffer is the only handle to its bytes (the arena hands
+// out disjoint ranges and never reads them), like a `Vec`'s; the mapping
+// outlives it through the `Arc`.
+unsafe impl Send for WeightBuf {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for WeightBuf {}
+
+/// One anonymous mapping advised for huge pages, handed out front to back
+/// as slices (64-byte aligned); a request past its end
+/// gets a buffer of its own.
+pub struct Arena {
+    map: Option<Arc<memmap2::MmapMut>>,
+    base: *mut u8,
+    size: usize,
+    next: usize,
+}
+
+impl Arena {
+    /// Reserve `size` bytes (address space only until written).
+    pub fn new(size: usize) -> Arena {
+        let map = (size >= HUGE).then(|| memmap2::MmapMut::map_anon(size).ok()).flatten();
+        match map {
+            Some(mut m) => {
+                // A kernel without transparent huge pages refuses the advice;
+                // the mapping still works with small pages.
+                #[cfg(target_os = "linux")]
+                let _ = m.advise(memmap2::Advice::HugePage);
+                let base = m.as_mut_ptr();
+                Arena { map: Some(Arc::new(m)), base, size, next: 0 }
+            }
+            None => Arena { map: None, base: std::ptr::null_mut(), size: 0, next: 0 },
+        }
+    }
+
+    /// `len` zero bytes: the arena's next ones, or a buffer of their own.
+    pub fn take(&mut self, len: usize) -> WeightBuf {
+        let start = self.next.next_multiple_of(64);
+        match (&self.map, start.checked_add(len)) {
+            (Some(map), Some(end)) if end <= self.size && len > 0 => {
+                self.next = end;
+                // SAFETY: `start..end` lies inside the mapping (checked), and
+                // `next` only grows, so no two buffers overlap.
+                let ptr = unsafe { self.base.add(start) };
+                WeightBuf(Inner::Carved { _map: Arc::clone(map), ptr, len })
+            }
+            _ => WeightBuf::zeroed(len),
+        }
+    }
+}
+
+impl WeightBuf {
+    /// `len` zero bytes, mapped and advised for huge pages when `len` is at
+    /// least 2 MiB (the heap if the mapping fails: the advice is a hint).
+    pub fn zeroed(len: usize) -> WeightBuf {
+        if len < HUGE {
+            return WeightBuf(Inner::Heap(vec![0; len]));
+        }
+        match memmap2::MmapMut::map_anon(len) {
+            Ok(m) => {
+                // A kernel without transparent huge pages refuses the advice;
+                // the mapping still works with small pages.
+                #[cfg(target_os = "linux")]
+                let _ = m.advise(memmap2::Advice::HugePage);
+                WeightBuf(Inner::Mapped(m))
+            }
+            Err(_) => WeightBuf(Inner::Heap(vec![0; len])),
+        }
+    }
+
+    /// Whether the bytes are in a mapping advised for huge pages.
+    pub fn mapped(&self) -> bool {
+        !matches!(self.0, Inner::Heap(_))
+    }
+}
+
+/// The machine's transparent huge page setting (`always`, `madvise` or
+/// `never`), where the kernel says.
+pub fn transparent_huge_pages() -> Option<String> {
+    let s = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok()?;
+    let chosen = s.split_whitespace().find(|w| w.starts_with('['))?;
+    Some(chosen.trim_matches(|c| c == '[' || c == ']').to_string())
+}
+
+impl From<Vec<u8>> for WeightBuf {
+    fn from(v: Vec<u8>) -> WeightBuf {
+        WeightBuf(Inner::Heap(v))
+    }
+}
+
+impl Deref for WeightBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Inner::Heap(v) => v,
+            Inner::Mapped(m) => m,
+            // SAFETY: `ptr..ptr + len` is inside the live mapping and no
+            // other buffer covers it.
+            Inner::Carved { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
+    }
+}
+
+impl DerefMut for WeightBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Inner::Heap(v) => v,
+            Inner::Mapped(m) => m,
+            // SAFETY: as in `deref`; `&mut self` makes this the only access.
+            Inner::Carved { ptr, len, .. } => unsafe { std::slice::from_raw_parts_mut(*ptr, *len) },
+        }
+    }
+}
+
+impl Clone for WeightBuf {
+    fn clone(&self) -> WeightBuf {
+        let mut b = WeightBuf::zeroed(self.len());
+        b.copy_from_slice(self);
+        b
+    }
+}
+
+impl fmt::Debug for WeightBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WeightBuf({} bytes{})", self.len(), if self.mapped() { ", mapped" } else { "" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_buffers_are_mapped_zeroed_and_writable_small_ones_are_not() {
+        let mut big = WeightBuf::zeroed(HUGE + 100);
+        assert!(big.mapped());
+        assert!(big.iter().all(|b| *b == 0));
+        big[HUGE + 99] = 7;
+        assert_eq!(big.clone()[HUGE + 99], 7);
+        assert!(!WeightBuf::zeroed(100).mapped());
+        assert!(!WeightBuf::from(vec![1u8; HUGE]).mapped());
+        let mut arena = Arena::new(HUGE * 2);
+        let (mut a, mut b) = (arena.take(100), arena.take(HUGE));
+        assert!(a.mapped() && b.mapped() && a.len() == 100 && b.len() == HUGE);
+        a[99] = 1;
+        b[0] = 2;
+        assert_eq!((a[99], b[0], a[0]), (1, 2, 0), "disjoint and zeroed");
+        let past = arena.take(HUGE);
+        assert!(past.mapped() && past.len() == HUGE, "past the end: a mapping of its own");
+        drop(arena);
+        assert_eq!(b[0], 2, "a slice keeps the mapping alive");
+        if let Some(mode) = transparent_huge_pages() {
+            assert!(["always", "madvise", "never"].contains(&mode.as_str()), "{mode}");
+        }
+    }
+}
