@@ -18,6 +18,16 @@ use std::sync::Arc;
 /// Matrices at least this large are mapped; smaller ones stay on the heap.
 const HUGE: usize = 2 << 20;
 
+/// `len` bytes of anonymous memory advised `MADV_HUGEPAGE` (Linux), or
+/// `None` where the mapping fails. A kernel without transparent huge pages
+/// refuses the advice; the mapping still works with small pages.
+fn map_advised(len: usize) -> Option<memmap2::MmapMut> {
+    let m = memmap2::MmapMut::map_anon(len).ok()?;
+    #[cfg(target_os = "linux")]
+    let _ = m.advise(memmap2::Advice::HugePage);
+    Some(m)
+}
+
 /// A weight matrix's bytes: on the heap, in an anonymous mapping of its
 /// own, or a slice of an [`Arena`].
 pub struct WeightBuf(Inner);
@@ -52,13 +62,8 @@ pub struct Arena {
 impl Arena {
     /// Reserve `size` bytes (address space only until written).
     pub fn new(size: usize) -> Arena {
-        let map = (size >= HUGE).then(|| memmap2::MmapMut::map_anon(size).ok()).flatten();
-        match map {
+        match (size >= HUGE).then(|| map_advised(size)).flatten() {
             Some(mut m) => {
-                // A kernel without transparent huge pages refuses the advice;
-                // the mapping still works with small pages.
-                #[cfg(target_os = "linux")]
-                let _ = m.advise(memmap2::Advice::HugePage);
                 let base = m.as_mut_ptr();
                 Arena { map: Some(Arc::new(m)), base, size, next: 0 }
             }
@@ -89,15 +94,9 @@ impl WeightBuf {
         if len < HUGE {
             return WeightBuf(Inner::Heap(vec![0; len]));
         }
-        match memmap2::MmapMut::map_anon(len) {
-            Ok(m) => {
-                // A kernel without transparent huge pages refuses the advice;
-                // the mapping still works with small pages.
-                #[cfg(target_os = "linux")]
-                let _ = m.advise(memmap2::Advice::HugePage);
-                WeightBuf(Inner::Mapped(m))
-            }
-            Err(_) => WeightBuf(Inner::Heap(vec![0; len])),
+        match map_advised(len) {
+            Some(m) => WeightBuf(Inner::Mapped(m)),
+            None => WeightBuf(Inner::Heap(vec![0; len])),
         }
     }
 

@@ -157,12 +157,18 @@ pub(super) fn repack_q4_k(
     out
 }
 
+/// Lane `lane`'s scale and minimum in block column `b` of a [`Q4K`] group:
+/// `d * sc` and `-dmin * m`.
+pub(super) fn q4_k_factors(group: &[u8], b: usize, lane: usize) -> (f32, f32) {
+    let (h, c) = (header_at(b), col_at(Q4K, b));
+    (half(group, h + 2 * lane) * group[c + lane] as f32, half(group, h + 16 + 2 * lane) * group[c + 8 + lane] as f32)
+}
+
 /// Lane `lane` of block column `b` of a [`Q4K`] group as a plain Q4_1-style
 /// block: (scale, minimum, the 16 nibble bytes in Q4_1's order).
 pub(super) fn q4_k_lane(group: &[u8], b: usize, lane: usize) -> (f32, f32, [u8; 16]) {
-    let (h, c) = (header_at(b), col_at(Q4K, b));
-    let d = half(group, h + 2 * lane) * group[c + lane] as f32;
-    let m = half(group, h + 16 + 2 * lane) * group[c + 8 + lane] as f32;
+    let c = col_at(Q4K, b);
+    let (d, m) = q4_k_factors(group, b, lane);
     let q = std::array::from_fn(|k| group[c + 16 + 32 * (k / 4) + 4 * lane + k % 4]);
     (d, m, q)
 }

@@ -25,10 +25,7 @@ pub(super) fn dot_q4x8<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32;
         let blk = &group[layout::col_at(L, b)..];
         for (lane, o) in out.iter_mut().enumerate() {
             let (d, m) = match L {
-                layout::Q4K => {
-                    let (d, m, _) = layout::q4_k_lane(group, b, lane);
-                    (d, m)
-                }
+                layout::Q4K => layout::q4_k_factors(group, b, lane),
                 layout::Q41 => (half(blk, 2 * lane), half(blk, 16 + 2 * lane)),
                 _ => (half(blk, 2 * lane), 0.0),
             };
