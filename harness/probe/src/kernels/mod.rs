@@ -285,13 +285,7 @@ unsafe fn tile_with(v: X8, l: u8, group: &[u8], x: &[BlockQ8], nb: usize, out: &
 unsafe fn x8_chosen<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     let c = x8_choice();
     // SAFETY: as the caller guarantees; the chosen variant is supported.
-    unsafe {
-        if c.prefetch {
-            x8_with::<L, true>(c.variant, group, x, out)
-        } else {
-            x8_with::<L, false>(c.variant, group, x, out)
-        }
-    }
+    unsafe { x8_with::<L>(c.variant, c.prefetch, group, x, out) }
 }
 
 /// [`x8_with`] with the layout and prefetch chosen at run time (start-up
@@ -299,29 +293,28 @@ unsafe fn x8_chosen<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]
 ///
 /// # Safety
 /// As [`x8_with`].
-unsafe fn x8_dyn(v: X8, l: u8, pf: bool, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+unsafe fn x8_dyn(v: X8, l: u8, ahead: usize, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     use layout::{Q40, Q41, Q4K};
     // SAFETY: as the caller guarantees.
     unsafe {
-        match (l, pf) {
-            (Q40, false) => x8_with::<Q40, false>(v, group, x, out),
-            (Q40, true) => x8_with::<Q40, true>(v, group, x, out),
-            (Q41, false) => x8_with::<Q41, false>(v, group, x, out),
-            (Q41, true) => x8_with::<Q41, true>(v, group, x, out),
-            (_, false) => x8_with::<Q4K, false>(v, group, x, out),
-            (_, true) => x8_with::<Q4K, true>(v, group, x, out),
+        match l {
+            Q40 => x8_with::<Q40>(v, ahead, group, x, out),
+            Q41 => x8_with::<Q41>(v, ahead, group, x, out),
+            _ => x8_with::<Q4K>(v, ahead, group, x, out),
         }
     }
 }
 
 /// The interleaved 4-bit kernel of variant `v` for layout `L`
-/// ([`layout`]); `PF`: with software prefetch, where the variant has it.
+/// ([`layout`]); software prefetch `ahead` bytes on (0: none), where the
+/// variant has it.
 ///
 /// # Safety
 /// `v` must be [`X8::supported`], and `group` must hold `x.len()` block
 /// columns of layout `L` (`layout::group_bytes(L, x.len())` bytes; for Q4_K,
 /// `x.len()` a multiple of 8).
-unsafe fn x8_with<const L: u8, const PF: bool>(v: X8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))] // only the AVX-512 kernel prefetches
+unsafe fn x8_with<const L: u8>(v: X8, ahead: usize, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     match v {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2, FMA and F16C detected (`supported`); lengths as the caller guarantees.
@@ -331,7 +324,13 @@ unsafe fn x8_with<const L: u8, const PF: bool>(v: X8, group: &[u8], x: &[BlockQ8
         X8::AvxVnni => unsafe { tile::row8_avxvnni::<L>(group, x, x.len(), std::slice::from_mut(out)) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512 F, BW and VNNI detected besides AVX2 (`supported`); lengths as the caller guarantees.
-        X8::Avx512Vnni | X8::Avx512Vnni16 => unsafe { vnni::dot_q4x8_avx512vnni::<L, PF>(group, x, out) },
+        X8::Avx512Vnni | X8::Avx512Vnni16 => unsafe {
+            if ahead == 0 {
+                vnni::dot_q4x8_avx512vnni::<L, false>(group, x, out, 0)
+            } else {
+                vnni::dot_q4x8_avx512vnni::<L, true>(group, x, out, ahead)
+            }
+        },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: NEON is part of the AArch64 baseline; lengths as the caller guarantees.
         X8::Neon if L == layout::Q40 => unsafe { neon::dot_q4_0x8(group, x, out) },

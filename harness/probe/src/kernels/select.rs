@@ -11,6 +11,16 @@ use std::time::Instant;
 
 use super::{isa, span, BlockQ8, Isa, QMatrix, BLOCK};
 
+/// Bytes ahead of the column being read that the AVX-512 decode kernel asks
+/// the cache for, when software prefetch is on: near (eight Q4_0 block
+/// columns) and far (sixty-four). Which one, if any, is measured at start-up
+/// on the model's own largest matrix ([`choose_kernels`]). On the Zen 5 VM,
+/// one thread decoded Qwen3-0.6B 28% faster with the far one than with none
+/// (one core alone keeps too few misses in flight to stream memory; 9 KiB
+/// ahead covers its latency), and the near one gained nothing; at two
+/// threads, which together approach the read bandwidth, neither helped.
+pub(super) const PREFETCH_AHEAD: [usize; 2] = [1152, 9216];
+
 /// A variant of the interleaved 4-bit kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum X8 {
@@ -98,12 +108,14 @@ pub struct Choice {
     /// Microseconds of one grouped-query attention call at 256 and at 512
     /// bits (empty when not measured).
     pub attention_timings: Vec<(u32, f64)>,
-    /// Software prefetch in the matrix-vector kernel (where it has one).
-    pub prefetch: bool,
+    /// Software prefetch in the matrix-vector kernel (where it has one):
+    /// bytes ahead of the column being read, 0 for none.
+    pub prefetch: usize,
     /// Milliseconds of one pass of the matrix-vector kernel over the
-    /// model's largest matrix without and with prefetch (empty when not
-    /// measured: no such matrix given, or a variant without prefetch).
-    pub prefetch_timings: Vec<(bool, f64)>,
+    /// model's largest matrix for each prefetch distance tried, 0 first
+    /// (empty when not measured: no such matrix given, or a variant
+    /// without prefetch).
+    pub prefetch_timings: Vec<(usize, f64)>,
     /// Why these: measured, forced by the environment, or the only ones.
     pub how: String,
 }
@@ -133,11 +145,20 @@ impl Choice {
             let ts: Vec<String> = self.attention_timings.iter().map(|(b, us)| format!("{b}-bit {us:.1} us")).collect();
             s += &format!("; attention call {}", ts.join(", "));
         }
-        if let [(false, off), (true, on)] = self.prefetch_timings[..] {
-            s += &format!(
-                "; prefetch {} (a pass over the largest matrix {off:.2} ms without, {on:.2} ms with)",
-                if self.prefetch { "on" } else { "off" }
-            );
+        if !self.prefetch_timings.is_empty() {
+            let ts: Vec<String> = self
+                .prefetch_timings
+                .iter()
+                .map(|(ahead, ms)| match ahead {
+                    0 => format!("none {ms:.2} ms"),
+                    b => format!("{b} B {ms:.2} ms"),
+                })
+                .collect();
+            s += &match self.prefetch {
+                0 => "; prefetch off".to_string(),
+                b => format!("; prefetch {b} B ahead"),
+            };
+            s += &format!(" (a pass over the largest matrix: {})", ts.join(", "));
         }
         s + ")"
     }
@@ -154,7 +175,7 @@ pub fn choose_kernels(threads: usize, largest: Option<&QMatrix>) -> &'static Cho
         let mut c = choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref(), threads.max(1));
         if let Some(m) = largest.filter(|_| c.how == MEASURED) {
             c.prefetch_timings = time_prefetch(c.variant, m, c.threads);
-            c.prefetch = matches!(c.prefetch_timings[..], [(false, off), (true, on)] if on < off);
+            c.prefetch = quickest_prefetch(&c.prefetch_timings);
         }
         c
     })
@@ -186,7 +207,7 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
         tile_timings: Vec::new(),
         attention_512: false,
         attention_timings: Vec::new(),
-        prefetch: false,
+        prefetch: 0,
         prefetch_timings: Vec::new(),
         how: how.into(),
     };
@@ -209,7 +230,7 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
                 tile_timings,
                 attention_512: matches!(attention_timings[..], [(256, narrow), (512, wide)] if wide < narrow),
                 attention_timings,
-                prefetch: false,
+                prefetch: 0,
                 prefetch_timings: Vec::new(),
                 how: MEASURED.into(),
             }
@@ -218,15 +239,16 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
 }
 
 /// Milliseconds of one pass of variant `v`'s matrix-vector kernel over
-/// `m`'s groups, without and with software prefetch: every thread its own
+/// `m`'s groups, without software prefetch and at each distance of
+/// [`PREFETCH_AHEAD`]: every thread its own
 /// span at once (as decode shares a matrix), the slowest counted, best of 5
 /// rounds taken alternately. The matrix is the model's own, so the pass reads
 /// memory as decode does and allocates nothing (a buffer of its own would
 /// raise the peak memory the probe reports). Empty for a variant without a
 /// prefetching kernel or a matrix without interleaved groups.
-fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(bool, f64)> {
+fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(usize, f64)> {
     let groups = m.groups();
-    if !matches!(v, X8::Avx512Vnni) || groups < threads {
+    if !(v == X8::Avx512Vnni && v.supported()) || groups < threads {
         return Vec::new();
     }
     let nb = m.cols / BLOCK;
@@ -234,7 +256,7 @@ fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(bool, f64)> {
     let mut x = vec![BlockQ8::default(); nb];
     super::quantize_q8(&xf, &mut x);
     let l = m.layout().unwrap_or(super::layout::Q40);
-    let run = |t: usize, pf: bool| -> f64 {
+    let run = |t: usize, pf: usize| -> f64 {
         let mut out = [0f32; 8];
         let start = Instant::now();
         for g in span(groups, t, threads) {
@@ -245,9 +267,10 @@ fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(bool, f64)> {
         }
         start.elapsed().as_secs_f64() * 1e3
     };
-    let mut best = [f64::INFINITY; 2];
+    let mut best = [(0, f64::INFINITY), (PREFETCH_AHEAD[0], f64::INFINITY), (PREFETCH_AHEAD[1], f64::INFINITY)];
     for _ in 0..5 {
-        for (pf, b) in [false, true].into_iter().zip(best.iter_mut()) {
+        for (pf, b) in best.iter_mut() {
+            let pf = *pf;
             let slowest = std::thread::scope(|s| {
                 let others: Vec<_> = (1..threads).map(|t| s.spawn(move || run(t, pf))).collect();
                 let mine = run(0, pf);
@@ -256,7 +279,13 @@ fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(bool, f64)> {
             *b = b.min(slowest);
         }
     }
-    vec![(false, best[0]), (true, best[1])]
+    best.to_vec()
+}
+
+/// The prefetch distance of the quickest pass (0, none, when nothing was
+/// timed; the first of equals).
+fn quickest_prefetch(timings: &[(usize, f64)]) -> usize {
+    timings.iter().fold((0, f64::INFINITY), |b, t| if t.1 < b.1 { *t } else { b }).0
 }
 
 /// Microseconds of one grouped-query attention call (four query heads of
@@ -345,7 +374,7 @@ fn time(candidates: &[X8], threads: usize, tokens: usize) -> Vec<(X8, f64)> {
                 // groups (GROUPS is even) and `x` 8 tokens of NB.
                 unsafe {
                     if tokens == 1 {
-                        super::x8_with::<{ super::layout::Q40 }, false>(v, g, &x[..NB], &mut out[0]);
+                        super::x8_with::<{ super::layout::Q40 }>(v, 0, g, &x[..NB], &mut out[0]);
                     } else {
                         super::tile_with(v, super::layout::Q40, g, &x[..tt * NB], NB, &mut out[..k * tt]);
                     }
@@ -396,10 +425,28 @@ mod tests {
             }
         }
         assert!(c.describe().starts_with(c.variant.name()), "{}", c.describe());
+        assert_eq!(c.prefetch, 0, "nothing streamed, nothing prefetched");
         if let [(256, narrow), (512, wide)] = c.attention_timings[..] {
             assert_eq!(c.attention_512, wide < narrow, "{}", c.describe());
         } else {
             assert!(!c.attention_512 && c.attention_timings.is_empty(), "{}", c.describe());
         }
+    }
+
+    #[test]
+    fn every_prefetch_distance_is_timed_on_the_matrix_and_the_quickest_is_taken() {
+        let m = QMatrix::new(super::super::WeightType::Q4_0, 64, 256, vec![0u8; 64 * 8 * 18]).unwrap();
+        let ts = time_prefetch(X8::Avx512Vnni, &m, 2);
+        if X8::Avx512Vnni.supported() {
+            let distances: Vec<usize> = ts.iter().map(|t| t.0).collect();
+            assert_eq!(distances, [0, PREFETCH_AHEAD[0], PREFETCH_AHEAD[1]]);
+            assert!(ts.iter().all(|t| t.1.is_finite() && t.1 > 0.0), "{ts:?}");
+        } else {
+            assert!(ts.is_empty());
+        }
+        assert!(time_prefetch(X8::Portable, &m, 1).is_empty(), "only the AVX-512 kernel prefetches");
+        assert_eq!(quickest_prefetch(&[(0, 3.3), (1152, 3.4), (9216, 2.5)]), 9216);
+        assert_eq!(quickest_prefetch(&[(0, 2.0), (1152, 2.0), (9216, 2.1)]), 0);
+        assert_eq!(quickest_prefetch(&[]), 0);
     }
 }

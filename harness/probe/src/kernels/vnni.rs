@@ -15,11 +15,8 @@ use super::layout::{self, Q40};
 use super::tile::scales8;
 use super::BlockQ8;
 
-/// Block columns ahead that the decode kernel asks the cache for when
-/// `PF` (software prefetch) is on. Whether it is on is measured at start-up
-/// on the model's own largest matrix ([`super::select`]): on the Zen 5 VM it
-/// gained about 10% at two threads and lost about 8% at one.
-const PREFETCH: usize = 8;
+// Software prefetch, where `PF` turns it on, asks for the bytes `ahead` of
+// the column being read; the distances tried are [`super::select::PREFETCH_AHEAD`].
 
 /// Defines the closure `$name(nibbles, y) -> __m512i`: one block column's
 /// integer dot products, lanes 0-7 the eight rows' sums over runs 0 and 2,
@@ -60,12 +57,17 @@ macro_rules! column_dot {
 /// The CPU must have AVX-512 F, BW and VNNI, AVX2, FMA and F16C, and the
 /// group must hold `x.len()` block columns.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-pub(super) unsafe fn dot_q4x8_avx512vnni<const L: u8, const PF: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+pub(super) unsafe fn dot_q4x8_avx512vnni<const L: u8, const PF: bool>(
+    group: &[u8],
+    x: &[BlockQ8],
+    out: &mut [f32; 8],
+    ahead: usize,
+) {
     // SAFETY: the features as the caller guarantees, and the group holds `x.len()` block columns; every pointer offset below stays inside it.
     unsafe {
         let (bb, at) = (layout::col_bytes(L), layout::nibbles_at(L));
         if L == layout::Q4K {
-            return dot_q4kx8::<PF>(group, x, out);
+            return dot_q4kx8::<PF>(group, x, out, ahead);
         }
         column_dot!(column_dot);
         // Two accumulators, even and odd block columns, and Q4_1's minimum
@@ -81,10 +83,11 @@ pub(super) unsafe fn dot_q4x8_avx512vnni<const L: u8, const PF: bool>(group: &[u
             let blk = p.add(layout::col_at(L, b));
             if PF {
                 // A hint, never a load: an address past the group is dropped.
-                let ahead = blk.wrapping_add(PREFETCH * bb);
-                _mm_prefetch::<_MM_HINT_T0>(ahead as *const i8);
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64) as *const i8);
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(128) as *const i8);
+                // The column `ahead` bytes on (one to three cache lines).
+                let ahead = blk.wrapping_add(ahead);
+                for k in 0..bb.div_ceil(64) {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * k) as *const i8);
+                }
             }
             let (dx, mx) = scales8!(L, p, b, blk);
             let dx = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(dx)));
@@ -124,7 +127,7 @@ pub(super) unsafe fn dot_q4x8_avx512vnni<const L: u8, const PF: bool>(group: &[u
 /// # Safety
 /// As [`dot_q4x8_avx512vnni`]; `x.len()` a multiple of 8.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
-unsafe fn dot_q4kx8<const PF: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+unsafe fn dot_q4kx8<const PF: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8], ahead: usize) {
     // SAFETY: the features as the caller guarantees, and the group holds `x.len() / 8` super-blocks; every pointer offset below stays inside it.
     unsafe {
         column_dot!(column_dot);
@@ -134,8 +137,9 @@ unsafe fn dot_q4kx8<const PF: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32;
             let h = p.add(sb * layout::SB);
             if PF {
                 // A hint, never a load: an address past the group is dropped.
-                let ahead = h.wrapping_add(layout::SB);
-                for k in 0..layout::SB / 64 {
+                // The super-block (18.5 cache lines) `ahead` bytes on.
+                let ahead = h.wrapping_add(ahead.max(layout::SB));
+                for k in 0..layout::SB.div_ceil(64) {
                     _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * k) as *const i8);
                 }
             }
