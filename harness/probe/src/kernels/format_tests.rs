@@ -122,13 +122,9 @@ fn the_new_simd_kernels_match_the_portable_ones() {
             let (g, _) = quantized(kind, 8, cols, nb as u64);
             let m = QMatrix::new(kind, 8, cols, g).unwrap();
             let (mut a, mut b) = ([0f32; 8], [0f32; 8]);
-            if kind == WeightType::Q4K {
-                dot_q4_kx8(m.group(0), &xq, &mut a);
-                scalar::dot_q4x8::<{ layout::Q4K }>(m.group(0), &xq, &mut b);
-            } else {
-                dot_q4_1x8(m.group(0), &xq, &mut a);
-                scalar::dot_q4x8::<{ layout::Q41 }>(m.group(0), &xq, &mut b);
-            }
+            let l = m.layout().unwrap();
+            dot_q4x8(l, m.group(0), &xq, &mut a);
+            portable_x8(l, m.group(0), &xq, &mut b);
             for (p, q) in a.iter().zip(&b) {
                 assert!(close(*p, *q, q.abs()), "{} x8 nb={nb}: {a:?} vs {b:?}", kind.name());
             }

@@ -4,7 +4,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use super::qmatrix::{RowKernel, GROUP};
-use super::{BlockQ8, Pool, QMatrix, WeightType, BLOCK};
+use super::{BlockQ8, Pool, QMatrix, BLOCK};
 
 /// The share of `0..total` that thread `t` of `n` takes: contiguous and
 /// balanced to within one item.
@@ -148,11 +148,6 @@ pub fn matmul<const N: usize>(
         for ((w, out), shares) in ws.iter().zip(&outs).zip(&shares) {
             let (groups, kernel) = (w.groups(), w.kind.row_kernel());
             let l = w.layout().unwrap_or(super::layout::Q40);
-            let x8: fn(&[u8], &[BlockQ8], &mut [f32; GROUP]) = match w.kind {
-                WeightType::Q4_1 => super::dot_q4_1x8,
-                WeightType::Q4K => super::dot_q4_kx8,
-                _ => super::dot_q4_0x8,
-            };
             let mut lanes = [0f32; GROUP];
             let mut tiles = [[0f32; GROUP]; 16];
             let units = units(w);
@@ -172,7 +167,7 @@ pub fn matmul<const N: usize>(
                     }
                     for g in g0..g0 + k {
                         for (b, xb) in xq.chunks_exact(nb).enumerate().skip(tiled) {
-                            x8(w.group(g), xb, &mut lanes);
+                            super::dot_q4x8(l, w.group(g), xb, &mut lanes);
                             for (lane, v) in lanes.iter().enumerate() {
                                 out.set(b * w.rows + g * GROUP + lane, *v);
                             }

@@ -170,12 +170,15 @@ pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     dispatch!(dot_q4_0(row, x))
 }
 
-/// Dot products of eight Q4_0 rows stored interleaved (see [`QMatrix`])
-/// with `x`, written to `out`, by the variant [`x8_variant`] chose.
-pub fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    assert_eq!(Some(group.len()), x.len().checked_mul(18 * 8), "dot_q4_0x8: length mismatch");
+/// Dot products of eight 4-bit rows stored interleaved in layout `l` (the
+/// matrix's [`QMatrix::layout`]; Q4_K `x` whole super-blocks of 256
+/// weights) with `x`, written to `out`, by the variant and prefetch distance
+/// [`choose_kernels`] chose.
+pub(crate) fn dot_q4x8(l: u8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    assert_eq!(Some(group.len()), group_len(l, x.len()), "dot_q4x8: length mismatch");
+    let c = x8_choice();
     // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_chosen::<{ layout::Q40 }>(group, x, out) }
+    unsafe { x8_dyn(c.variant, l, c.prefetch, group, x, out) }
 }
 
 /// Tokens per tile of the chosen prefill kernel (1 where there is none:
@@ -257,39 +260,35 @@ unsafe fn tile_with(v: X8, l: u8, group: &[u8], x: &[BlockQ8], nb: usize, out: &
     // SAFETY: as the caller guarantees.
     unsafe {
         use layout::{Q40, Q41, Q4K};
-        match (v, l) {
-            (X8::Avx2, Q40) => tile::tile_avx2::<Q40>(group, x, nb, out),
-            (X8::Avx2, Q41) => tile::tile_avx2::<Q41>(group, x, nb, out),
-            (X8::Avx2, _) => tile::tile_avx2::<Q4K>(group, x, nb, out),
-            (X8::AvxVnni, Q40) => tile::tile_avxvnni::<Q40>(group, x, nb, out),
-            (X8::AvxVnni, Q41) => tile::tile_avxvnni::<Q41>(group, x, nb, out),
-            (X8::AvxVnni, _) => tile::tile_avxvnni::<Q4K>(group, x, nb, out),
-            (X8::Avx512Vnni, Q40) => tile::tile_avx512vnni::<Q40>(group, x, nb, out),
-            (X8::Avx512Vnni, Q41) => tile::tile_avx512vnni::<Q41>(group, x, nb, out),
-            (X8::Avx512Vnni, _) => tile::tile_avx512vnni::<Q4K>(group, x, nb, out),
-            (X8::Avx512Vnni16, Q40) => tile::tile16_avx512vnni::<Q40>(group, x, nb, out),
-            (X8::Avx512Vnni16, Q41) => tile::tile16_avx512vnni::<Q41>(group, x, nb, out),
-            (X8::Avx512Vnni16, _) => tile::tile16_avx512vnni::<Q4K>(group, x, nb, out),
-            _ => unreachable!("only the x86 variants have tile kernels"),
+        match l {
+            Q40 => tile_of::<Q40>(v, group, x, nb, out),
+            Q41 => tile_of::<Q41>(v, group, x, nb, out),
+            _ => tile_of::<Q4K>(v, group, x, nb, out),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("no tile kernels off x86-64")
 }
 
-/// The chosen interleaved 4-bit kernel, with software prefetch where the
-/// start-up timing chose it.
+/// [`tile_with`] for layout `L`.
 ///
 /// # Safety
-/// As [`x8_with`], for the chosen variant.
-unsafe fn x8_chosen<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    let c = x8_choice();
-    // SAFETY: as the caller guarantees; the chosen variant is supported.
-    unsafe { x8_with::<L>(c.variant, c.prefetch, group, x, out) }
+/// As [`tile_with`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn tile_of<const L: u8>(v: X8, group: &[u8], x: &[BlockQ8], nb: usize, out: &mut [[f32; 8]]) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match v {
+            X8::Avx2 => tile::tile_avx2::<L>(group, x, nb, out),
+            X8::AvxVnni => tile::tile_avxvnni::<L>(group, x, nb, out),
+            X8::Avx512Vnni => tile::tile_avx512vnni::<L>(group, x, nb, out),
+            X8::Avx512Vnni16 => tile::tile16_avx512vnni::<L>(group, x, nb, out),
+            _ => unreachable!("only the x86 variants have tile kernels"),
+        }
+    }
 }
 
-/// [`x8_with`] with the layout and prefetch chosen at run time (start-up
-/// timing and tests).
+/// [`x8_with`] with the layout chosen at run time.
 ///
 /// # Safety
 /// As [`x8_with`].
@@ -347,21 +346,6 @@ unsafe fn x8_with<const L: u8>(v: X8, ahead: usize, group: &[u8], x: &[BlockQ8],
 pub fn dot_q4_1(row: &[u8], x: &[BlockQ8]) -> f32 {
     assert_eq!(row.len(), x.len() * 20, "dot_q4_1: length mismatch");
     scalar::dot_q4_1(row, x)
-}
-
-/// Dot products of eight Q4_1 rows stored interleaved (see [`QMatrix`]).
-pub fn dot_q4_1x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    assert_eq!(Some(group.len()), x.len().checked_mul(20 * 8), "dot_q4_1x8: length mismatch");
-    // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_chosen::<{ layout::Q41 }>(group, x, out) }
-}
-
-/// Dot products of eight Q4_K rows stored interleaved ([`layout`]; `x`
-/// whole super-blocks of 256 weights).
-pub fn dot_q4_kx8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    assert_eq!(Some(group.len()), group_len(layout::Q4K, x.len()), "dot_q4_kx8: length mismatch");
-    // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_chosen::<{ layout::Q4K }>(group, x, out) }
 }
 
 /// Dot product of a Q8_0 row (`x.len()` blocks of 34 bytes) with `x`.

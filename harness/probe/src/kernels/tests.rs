@@ -139,7 +139,7 @@ fn interleaved_kernel_matches_the_portable_one() {
         let (_, x) = activations(nb, &mut r);
         let m = QMatrix::new(WeightType::Q4_0, 8, nb * BLOCK, random_blocks(8 * nb, 18, &mut r)).unwrap();
         let (mut a, mut b) = ([0f32; 8], [0f32; 8]);
-        dot_q4_0x8(&m.data, &x, &mut a);
+        dot_q4x8(layout::Q40, &m.data, &x, &mut a);
         scalar::dot_q4x8::<{ layout::Q40 }>(&m.data, &x, &mut b);
         for (p, q) in a.iter().zip(&b) {
             assert!((p - q).abs() <= 1e-4 * q.abs().max(1.0), "nb={nb}: {a:?} vs {b:?}");
