@@ -155,7 +155,7 @@ fn workloads(list: &[(u32, u32)]) -> Vec<Workload> {
 
 impl Design {
     /// The built-in design: `quick` (the 14 fitted shapes at tg128 and
-    /// 1024 + 128, 3 held out, two rounds) or full (14 fitted at tg128,
+    /// 1024 + 128, 3 held out, three rounds) or full (14 fitted at tg128,
     /// 256 + 64 and 1024 + 128, 6 held out, three rounds).
     pub fn built_in(quick: bool) -> Design {
         let pick = |rows: &[Row], idx: &[usize]| -> Vec<Row> {
@@ -178,7 +178,7 @@ impl Design {
             workloads: workloads(&[TG128, STUDY]),
             holdout: true,
         }));
-        Design { name: if quick { "quick" } else { "full" }.into(), rounds: if quick { 2 } else { 3 }, points }
+        Design { name: if quick { "quick" } else { "full" }.into(), rounds: 3, points }
     }
 
     /// The built-in check of a calibration: six shapes of none of the
