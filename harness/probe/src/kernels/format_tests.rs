@@ -156,7 +156,7 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
             let mut want = [0f32; 8];
             portable_x8(l, m.group(0), &xq, &mut want);
             for v in X8_VARIANTS.into_iter().filter(|v| v.supported()) {
-                for pf in [0, PREFETCH_AHEAD[0], PREFETCH_AHEAD[1]] {
+                for pf in PREFETCH_AHEAD {
                     let mut got = [0f32; 8];
                     // SAFETY: the variant is supported and the group holds nb block columns of its layout.
                     unsafe { x8_dyn(v, l, pf, m.group(0), &xq, &mut got) };

@@ -11,15 +11,15 @@ use std::time::Instant;
 
 use super::{isa, span, BlockQ8, Isa, QMatrix, BLOCK};
 
-/// Bytes ahead of the column being read that the AVX-512 decode kernel asks
-/// the cache for, when software prefetch is on: near (eight Q4_0 block
-/// columns) and far (sixty-four). Which one, if any, is measured at start-up
+/// The software prefetch distances tried: bytes ahead of the column being
+/// read that the AVX-512 decode kernel asks the cache for, none (0), near
+/// (eight Q4_0 block columns) or far (sixty-four). Which one is measured at start-up
 /// on the model's own largest matrix ([`choose_kernels`]). On the Zen 5 VM,
 /// one thread decoded Qwen3-0.6B 28% faster with the far one than with none
 /// (one core alone keeps too few misses in flight to stream memory; 9 KiB
 /// ahead covers its latency), and the near one gained nothing; at two
 /// threads, which together approach the read bandwidth, neither helped.
-pub(super) const PREFETCH_AHEAD: [usize; 2] = [1152, 9216];
+pub(super) const PREFETCH_AHEAD: [usize; 3] = [0, 1152, 9216];
 
 /// A variant of the interleaved 4-bit kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,7 +175,7 @@ pub fn choose_kernels(threads: usize, largest: Option<&QMatrix>) -> &'static Cho
         let mut c = choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref(), threads.max(1));
         if let Some(m) = largest.filter(|_| c.how == MEASURED) {
             c.prefetch_timings = time_prefetch(c.variant, m, c.threads);
-            c.prefetch = quickest_prefetch(&c.prefetch_timings);
+            c.prefetch = quickest(&c.prefetch_timings).unwrap_or(0);
         }
         c
     })
@@ -221,10 +221,9 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
             let timings = time(&supported, threads, 1);
             let tile_timings = time(&tiles, threads, 0);
             let attention_timings = time_attention(threads);
-            let fastest = |ts: &[(X8, f64)]| ts.iter().fold(ts[0], |b, t| if t.1 < b.1 { *t } else { b }).0;
             Choice {
-                variant: fastest(&timings),
-                tile: if tile_timings.is_empty() { X8::Portable } else { fastest(&tile_timings) },
+                variant: quickest(&timings).expect("two or more variants timed"),
+                tile: quickest(&tile_timings).unwrap_or(X8::Portable),
                 threads,
                 timings,
                 tile_timings,
@@ -239,8 +238,8 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
 }
 
 /// Milliseconds of one pass of variant `v`'s matrix-vector kernel over
-/// `m`'s groups, without software prefetch and at each distance of
-/// [`PREFETCH_AHEAD`]: every thread its own
+/// `m`'s groups at each prefetch distance of [`PREFETCH_AHEAD`] (0: none):
+/// every thread its own
 /// span at once (as decode shares a matrix), the slowest counted, best of 5
 /// rounds taken alternately. The matrix is the model's own, so the pass reads
 /// memory as decode does and allocates nothing (a buffer of its own would
@@ -267,7 +266,7 @@ fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(usize, f64)> {
         }
         start.elapsed().as_secs_f64() * 1e3
     };
-    let mut best = [(0, f64::INFINITY), (PREFETCH_AHEAD[0], f64::INFINITY), (PREFETCH_AHEAD[1], f64::INFINITY)];
+    let mut best = PREFETCH_AHEAD.map(|ahead| (ahead, f64::INFINITY));
     for _ in 0..5 {
         for (pf, b) in best.iter_mut() {
             let pf = *pf;
@@ -282,10 +281,11 @@ fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(usize, f64)> {
     best.to_vec()
 }
 
-/// The prefetch distance of the quickest pass (0, none, when nothing was
-/// timed; the first of equals).
-fn quickest_prefetch(timings: &[(usize, f64)]) -> usize {
-    timings.iter().fold((0, f64::INFINITY), |b, t| if t.1 < b.1 { *t } else { b }).0
+/// The candidate of the quickest timing (the first of equals); `None` when
+/// nothing was timed.
+fn quickest<T: Copy>(timings: &[(T, f64)]) -> Option<T> {
+    let first = *timings.first()?;
+    Some(timings.iter().fold(first, |b, t| if t.1 < b.1 { *t } else { b }).0)
 }
 
 /// Microseconds of one grouped-query attention call (four query heads of
@@ -439,14 +439,14 @@ mod tests {
         let ts = time_prefetch(X8::Avx512Vnni, &m, 2);
         if X8::Avx512Vnni.supported() {
             let distances: Vec<usize> = ts.iter().map(|t| t.0).collect();
-            assert_eq!(distances, [0, PREFETCH_AHEAD[0], PREFETCH_AHEAD[1]]);
+            assert_eq!(distances, PREFETCH_AHEAD);
             assert!(ts.iter().all(|t| t.1.is_finite() && t.1 > 0.0), "{ts:?}");
         } else {
             assert!(ts.is_empty());
         }
         assert!(time_prefetch(X8::Portable, &m, 1).is_empty(), "only the AVX-512 kernel prefetches");
-        assert_eq!(quickest_prefetch(&[(0, 3.3), (1152, 3.4), (9216, 2.5)]), 9216);
-        assert_eq!(quickest_prefetch(&[(0, 2.0), (1152, 2.0), (9216, 2.1)]), 0);
-        assert_eq!(quickest_prefetch(&[]), 0);
+        assert_eq!(quickest(&[(0, 3.3), (1152, 3.4), (9216, 2.5)]), Some(9216));
+        assert_eq!(quickest(&[(0, 2.0), (1152, 2.0), (9216, 2.1)]), Some(0));
+        assert_eq!(quickest::<usize>(&[]), None);
     }
 }
