@@ -42,7 +42,7 @@ pub struct CalibrateArgs {
     #[arg(long, requires = "device", conflicts_with = "add")]
     pub measure: bool,
     /// With --measure: the smaller built-in design (the 14 fitted shapes at
-    /// two workloads, 3 held out, two rounds; about 1-3 minutes on 2 cores,
+    /// two workloads, 3 held out, three rounds; about 2 minutes on 2 cores,
     /// against under 10 for the full one).
     #[arg(long, requires = "measure")]
     pub quick: bool,
