@@ -62,8 +62,8 @@ fn every_type_decodes_to_candles_values_after_repacking() {
 fn every_type_multiplies_like_its_decoded_weights() {
     let mut r = rand::rngs::StdRng::seed_from_u64(9);
     for kind in WEIGHT_TYPES {
-        for tokens in [3, 8, 13] {
-            // 3: below any tile; 8 and 13: whole tiles of 4 or 8, then a tail.
+        for tokens in [1, 3, 8, 13] {
+            // 1: decode, the claimed groups as one run; 3: below any tile; 8 and 13: whole tiles of 4 or 8, then a tail.
             // 29 rows: three groups of eight (a sixteen-row tile and an odd
             // group through the eight-row one) and a row-major tail of five.
             let (rows, cols) = (29, 512);

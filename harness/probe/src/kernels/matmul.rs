@@ -67,6 +67,12 @@ impl Shares {
     /// Call `f(item)` for every item thread `t` claims; across all threads of
     /// the region every item is claimed exactly once.
     pub fn each(&self, t: usize, mut f: impl FnMut(usize)) {
+        self.each_run(t, |items| items.for_each(&mut f));
+    }
+
+    /// As [`Shares::each`], a claimed chunk at a time: `f(items)` for every
+    /// run of consecutive items thread `t` claims (at most `chunk` long).
+    pub fn each_run(&self, t: usize, mut f: impl FnMut(Range<usize>)) {
         let n = self.threads;
         for k in 0..n {
             let owner = (t + k) % n;
@@ -79,7 +85,7 @@ impl Shares {
                 if start >= end {
                     break;
                 }
-                (start..(start + self.chunk).min(end)).for_each(&mut f);
+                f(start..(start + self.chunk).min(end));
             }
         }
     }
@@ -107,6 +113,18 @@ impl Out {
         assert!(i < self.1, "output index out of range");
         // SAFETY: in bounds (checked), and no other thread writes index `i`.
         unsafe { self.0.add(i).write(v) }
+    }
+
+    /// Indices `range` as a slice.
+    ///
+    /// # Safety
+    /// No other thread may read or write `range` while the slice lives
+    /// (the caller claimed its items through [`Shares`]).
+    #[allow(clippy::mut_from_ref)] // disjoint claims, as the contract says
+    unsafe fn slice(&self, range: Range<usize>) -> &mut [f32] {
+        assert!(range.start <= range.end && range.end <= self.1, "output range out of bounds");
+        // SAFETY: in bounds (checked); exclusive as the caller guarantees.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(range.start), range.len()) }
     }
 }
 
@@ -151,41 +169,52 @@ pub fn matmul<const N: usize>(
             let mut lanes = [0f32; GROUP];
             let mut tiles = [[0f32; GROUP]; 16];
             let units = units(w);
-            shares.each(t, |item| {
-                if item < units {
-                    let (g0, k) = (item * per, per.min(groups - item * per));
-                    let run = w.group_run(g0, k);
-                    for t0 in (0..tiled).step_by(tile.max(1)) {
-                        let tiles = &mut tiles[..k * tile];
-                        super::dot_q4x8_tile(l, run, &xq[t0 * nb..(t0 + tile) * nb], nb, tiles);
-                        for (i, lanes) in tiles.iter().enumerate() {
-                            let (g, j) = (g0 + i / tile, i % tile);
-                            for (lane, v) in lanes.iter().enumerate() {
-                                out.set((t0 + j) * w.rows + g * GROUP + lane, *v);
-                            }
-                        }
-                    }
-                    for g in g0..g0 + k {
-                        for (b, xb) in xq.chunks_exact(nb).enumerate().skip(tiled) {
-                            super::dot_q4x8(l, w.group(g), xb, &mut lanes);
-                            for (lane, v) in lanes.iter().enumerate() {
-                                out.set(b * w.rows + g * GROUP + lane, *v);
-                            }
-                        }
-                    }
-                    return;
+            shares.each_run(t, |mut items| {
+                // Decode (one token, no tiles): the claimed groups go to the
+                // kernel as one run, each writing its eight rows in place.
+                if tokens == 1 && tiled == 0 && items.start < units {
+                    let gs = items.start..items.end.min(units);
+                    // SAFETY: rows `gs` x 8 belong to the groups this thread claimed.
+                    let out = unsafe { out.slice(gs.start * GROUP..gs.end * GROUP) };
+                    super::dot_q4x8_run(l, w.group_run(gs.start, gs.len()), xq, out);
+                    items.start = gs.end;
                 }
-                let r = groups * GROUP + item - units;
-                let row = w.plain_row(r);
-                match kernel {
-                    RowKernel::Q8(dot) => {
-                        for (b, xb) in xq.chunks_exact(nb).enumerate() {
-                            out.set(b * w.rows + r, dot(row, xb));
+                for item in items {
+                    if item < units {
+                        let (g0, k) = (item * per, per.min(groups - item * per));
+                        let run = w.group_run(g0, k);
+                        for t0 in (0..tiled).step_by(tile.max(1)) {
+                            let tiles = &mut tiles[..k * tile];
+                            super::dot_q4x8_tile(l, run, &xq[t0 * nb..(t0 + tile) * nb], nb, tiles);
+                            for (i, lanes) in tiles.iter().enumerate() {
+                                let (g, j) = (g0 + i / tile, i % tile);
+                                for (lane, v) in lanes.iter().enumerate() {
+                                    out.set((t0 + j) * w.rows + g * GROUP + lane, *v);
+                                }
+                            }
                         }
+                        for g in g0..g0 + k {
+                            for (b, xb) in xq.chunks_exact(nb).enumerate().skip(tiled) {
+                                super::dot_q4x8(l, w.group(g), xb, &mut lanes);
+                                for (lane, v) in lanes.iter().enumerate() {
+                                    out.set(b * w.rows + g * GROUP + lane, *v);
+                                }
+                            }
+                        }
+                        continue;
                     }
-                    RowKernel::F(dot) => {
-                        for (b, xb) in x.chunks_exact(cols).enumerate() {
-                            out.set(b * w.rows + r, dot(row, xb));
+                    let r = groups * GROUP + item - units;
+                    let row = w.plain_row(r);
+                    match kernel {
+                        RowKernel::Q8(dot) => {
+                            for (b, xb) in xq.chunks_exact(nb).enumerate() {
+                                out.set(b * w.rows + r, dot(row, xb));
+                            }
+                        }
+                        RowKernel::F(dot) => {
+                            for (b, xb) in x.chunks_exact(cols).enumerate() {
+                                out.set(b * w.rows + r, dot(row, xb));
+                            }
                         }
                     }
                 }

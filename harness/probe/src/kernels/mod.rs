@@ -181,6 +181,19 @@ pub(crate) fn dot_q4x8(l: u8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
     unsafe { x8_dyn(c.variant, l, c.prefetch, group, x, out) }
 }
 
+/// [`dot_q4x8`] over `k` groups back to back (`run`), group `i`'s eight
+/// rows into `out[8 i..8 i + 8]`: decode's loop over a thread's claimed
+/// groups, with the choice read and the lengths checked once.
+pub(crate) fn dot_q4x8_run(l: u8, run: &[u8], x: &[BlockQ8], out: &mut [f32]) {
+    let n = group_len(l, x.len()).expect("dot_q4x8_run: a 4-bit layout and whole blocks");
+    assert!(out.len().is_multiple_of(8) && run.len() == out.len() / 8 * n, "dot_q4x8_run: length mismatch");
+    let c = x8_choice();
+    for (group, out) in run.chunks_exact(n).zip(out.as_chunks_mut::<8>().0) {
+        // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
+        unsafe { x8_dyn(c.variant, l, c.prefetch, group, x, out) }
+    }
+}
+
 /// Tokens per tile of the chosen prefill kernel (1 where there is none:
 /// the matrix-vector kernel runs once per token).
 pub fn tile_tokens() -> usize {

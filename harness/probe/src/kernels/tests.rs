@@ -108,13 +108,14 @@ fn q4_0_dot_equals_the_dequantized_dot_of_the_quantized_activations() {
 fn matmul_splits_rows_and_tokens_across_threads() {
     let mut r = rng();
     // 37 rows: four interleaved groups of eight and a row-major tail of five.
-    let (rows, nb, tokens) = (37, 4, 3);
+    // One token takes decode's path (a thread's groups as one kernel run).
+    let (rows, nb) = (37, 4);
     let plain4 = random_blocks(rows * nb, 18, &mut r);
     let plain8 = random_blocks(5 * nb, 34, &mut r);
     let m = QMatrix::new(WeightType::Q4_0, rows, nb * BLOCK, plain4.clone()).unwrap();
     let m2 = QMatrix::new(WeightType::Q8_0, 5, nb * BLOCK, plain8.clone()).unwrap();
-    let (xf, x) = activations(nb * tokens, &mut r);
-    for threads in [1, 2, 3] {
+    for (tokens, threads) in [1, 3].into_iter().flat_map(|k| [(k, 1), (k, 2), (k, 3)]) {
+        let (xf, x) = activations(nb * tokens, &mut r);
         let pool = Pool::new(threads);
         let (mut out, mut out2) = (vec![0f32; rows * tokens], vec![0f32; 5 * tokens]);
         matmul(&pool, [&m, &m2], [&mut out, &mut out2], &xf, &x, tokens);
