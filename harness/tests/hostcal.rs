@@ -112,6 +112,8 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
     assert_eq!(stderr.matches("(kept)").count(), 3, "{stderr}");
     let stdout = String::from_utf8_lossy(&done.get_output().stdout).to_string();
     assert!(stdout.contains("held-out decode: 2 point(s)"), "{stdout}");
+    assert!(stdout.contains("this machine's repeatability: a job's decode rounds lay a median "), "{stdout}");
+    assert!(stdout.contains(" of 10 job(s) spread wider than 10%"), "{stdout}");
     assert!(stdout.contains(&format!("written to {}", profile.display())), "{stdout}");
 
     // This machine's profile, found before ./devices; the repository's untouched.
@@ -282,7 +284,7 @@ fn calibrate_check_measures_held_out_shapes_and_predicts_them_as_predict_does() 
     let f = d.path().join("check.toml");
     std::fs::write(
         &f,
-        "rounds = 1\n[[point]]\nmodel = { hidden = 160, layers = 3, heads = 4, kv-heads = 1, head-dim = 32, ffn = 256, vocab = 768, context = 256 }\n\
+        "rounds = 2\n[[point]]\nmodel = { hidden = 160, layers = 3, heads = 4, kv-heads = 1, head-dim = 32, ffn = 256, vocab = 768, context = 256 }\n\
          workloads = [{ prompt = 1, gen = 8 }, { prompt = 64, gen = 8 }]\n",
     )
     .unwrap();
@@ -298,7 +300,7 @@ fn calibrate_check_measures_held_out_shapes_and_predicts_them_as_predict_does() 
         stderr.contains("checking profile `host` from devices/host.toml, calibrated on another machine"),
         "{stderr}"
     );
-    assert!(stderr.contains("2 measurements"), "{stderr}");
+    assert!(stderr.contains("4 measurements"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let residuals = v["residuals"].as_array().unwrap();
     // Decode and peak memory at both workloads, prefill at the 64-token prompt.
@@ -327,6 +329,14 @@ fn calibrate_check_measures_held_out_shapes_and_predicts_them_as_predict_does() 
     assert_eq!((decode["points"].as_u64(), decode["tolerance"].as_f64()), (Some(2), Some(0.10)));
     let memory = acc.iter().find(|a| a["metric"] == "peak-memory").unwrap();
     assert_eq!(memory["tolerance"].as_f64(), Some(0.15));
+    // Beside the errors, how far each job's own two rounds lay apart.
+    let rep = &v["repeatability"];
+    assert_eq!((rep["jobs"].as_u64(), rep["tolerance"].as_f64()), (Some(2), Some(0.10)), "{v:#}");
+    let (median, worst) = (rep["median_spread"].as_f64().unwrap(), rep["worst_spread"].as_f64().unwrap());
+    assert!((0.0..1.0).contains(&median) && median <= worst && worst < 1.0, "{rep}");
+    // Two jobs: the median is their mean, so the other spread is 2 x median - worst.
+    let other = 2.0 * median - worst;
+    assert_eq!(rep["wider"].as_u64().unwrap(), u64::from(worst > 0.10) + u64::from(other > 0.10), "{rep}");
     // Nothing was written: no profile, no cache left, the repository's untouched.
     let fp = fingerprint(d.path());
     assert!(!d.path().join("data/devices").join(&fp).exists());

@@ -495,6 +495,36 @@ pub struct Accuracy {
     pub worst_abs_error: f64,
 }
 
+/// How well this machine repeats itself: the decode spreads of a
+/// calibration's or check's jobs ([`session::Measured::decode_spreads`])
+/// against a tolerance. Where many jobs' own rounds lie further apart than
+/// the tolerance, no prediction can be shown to be within it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Repeatability {
+    /// Jobs measured in two rounds or more.
+    pub jobs: usize,
+    /// The tolerance compared against (a fraction: 0.10 is 10%).
+    pub tolerance: f64,
+    /// Of them, jobs whose rounds lay further apart than the tolerance.
+    pub wider: usize,
+    /// Median (fastest - slowest) / fastest over the jobs.
+    pub median_spread: f64,
+    /// Largest (fastest - slowest) / fastest.
+    pub worst_spread: f64,
+}
+
+/// The [`Repeatability`] of `spreads` against `tolerance`; `None` with no
+/// job measured twice.
+pub fn repeatability(spreads: &[f64], tolerance: f64) -> Option<Repeatability> {
+    (!spreads.is_empty()).then(|| Repeatability {
+        jobs: spreads.len(),
+        tolerance,
+        wider: spreads.iter().filter(|s| **s > tolerance).count(),
+        median_spread: crate::stats::median(spreads),
+        worst_spread: spreads.iter().copied().fold(0.0, f64::max),
+    })
+}
+
 /// A parameter value in the unit its TOML key takes.
 pub fn display_param(p: FreeParam, v: f64) -> String {
     match p {

@@ -91,6 +91,18 @@ pub struct Measured {
     /// `(config, workload, reason)` of each (shape, workload) with no
     /// measurement in any round.
     pub missing: Vec<(String, Workload, String)>,
+    /// Per (shape, workload) measured in two rounds or more: how far its
+    /// decode rounds lay apart, (fastest - slowest) / fastest. The
+    /// machine's own repeatability, which bounds how closely any
+    /// prediction can be shown to match it.
+    pub decode_spreads: Vec<f64>,
+}
+
+/// (fastest - slowest) / fastest of `speeds`; `None` for fewer than two.
+pub fn spread(speeds: &[f64]) -> Option<f64> {
+    let fastest = speeds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let slowest = speeds.iter().copied().fold(f64::INFINITY, f64::min);
+    (speeds.len() >= 2 && fastest > 0.0).then(|| (fastest - slowest) / fastest)
 }
 
 /// One line of the cache.
@@ -205,7 +217,7 @@ pub fn measure(
             done.insert((k.clone(), round), rec);
         }
     }
-    let mut out = Measured { points: Vec::new(), missing: Vec::new() };
+    let mut out = Measured { points: Vec::new(), missing: Vec::new(), decode_spreads: Vec::new() };
     for ((i, job), k) in jobs.iter().zip(&keys) {
         let recs: Vec<&Record> = (1..=design.rounds).filter_map(|r| done.get(&(k.clone(), r))).collect();
         if recs.is_empty() {
@@ -213,6 +225,7 @@ pub fn measure(
             out.missing.push((job.shape.to_string(), job.workload, why));
             continue;
         }
+        out.decode_spreads.extend(spread(&recs.iter().map(|r| r.decode_tok_s).collect::<Vec<_>>()));
         out.points.push(point(&design.name, &job.shape, &recs, design.points[*i].holdout));
     }
     Ok(out)
@@ -256,5 +269,13 @@ mod tests {
         let p = point("quick", &shape, &refs, false);
         assert_eq!(p.decode.map(|d| d.0), Some(300.0));
         assert!(p.source.contains("fastest of 3 round-robin round(s)"), "{}", p.source);
+    }
+
+    #[test]
+    fn a_spread_is_the_gap_between_fastest_and_slowest_over_the_fastest() {
+        assert_eq!(spread(&[300.0, 150.0, 280.0]), Some(0.5));
+        assert_eq!(spread(&[200.0, 200.0]), Some(0.0));
+        assert_eq!(spread(&[300.0]), None);
+        assert_eq!(spread(&[]), None);
     }
 }

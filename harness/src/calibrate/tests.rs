@@ -1,5 +1,6 @@
 //! The cache term: a fit recovers a synthetic host whose small shapes are
-//! served from its caches, and predicts held-out shapes from it.
+//! served from its caches, and predicts held-out shapes from it; and the
+//! repeatability summary a calibration prints beside its errors.
 
 use super::design::Design;
 use super::*;
@@ -91,4 +92,14 @@ fn the_cache_share_falls_linearly_from_the_cache_size_to_twice_it() {
     assert!((p.efficiency_for(75e6) - 0.8).abs() < 1e-12);
     p.cache_size = 0.0;
     assert_eq!(p.efficiency_for(10e6), 0.5);
+}
+
+#[test]
+fn repeatability_counts_the_jobs_whose_rounds_spread_wider_than_the_tolerance() {
+    let r = repeatability(&[0.05, 0.2, 0.12], 0.10).unwrap();
+    assert_eq!((r.jobs, r.wider, r.tolerance), (3, 2, 0.10));
+    assert_eq!((r.median_spread, r.worst_spread), (0.12, 0.2));
+    // A spread equal to the tolerance is within it, as an error equal to it is.
+    assert_eq!(repeatability(&[0.10], 0.10).unwrap().wider, 0);
+    assert_eq!(repeatability(&[], 0.10), None);
 }

@@ -10,10 +10,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use pocketbench::calibrate::design::Design;
-use pocketbench::calibrate::{accuracy, check, Accuracy, Residual};
+use pocketbench::calibrate::{accuracy, check, repeatability, Accuracy, Repeatability, Residual};
 use pocketbench::device::Devices;
 
-use super::calibrate_cmd::{print_residuals, CalibrateArgs};
+use super::calibrate_cmd::{print_repeatability, print_residuals, CalibrateArgs};
 use super::calibrate_measure::{cache_file, measure_design, settings, this_machine};
 use super::exit::{Harness, Usage};
 use super::Code;
@@ -30,6 +30,8 @@ struct CheckJson<'a> {
     design: &'a str,
     residuals: &'a [Residual],
     accuracy: Vec<Accuracy>,
+    /// How far each job's own decode rounds lay apart (absent with one round).
+    repeatability: Option<Repeatability>,
 }
 
 /// Run `calibrate --check`.
@@ -69,6 +71,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
             .into_iter()
             .filter_map(|(metric, tolerance)| accuracy(&residuals, metric, tolerance))
             .collect();
+    let repeat = repeatability(&measured.decode_spreads, DECODE_TOLERANCE);
     if a.json {
         let out = CheckJson {
             device: id,
@@ -76,6 +79,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
             design: &design.name,
             residuals: &residuals,
             accuracy: summary,
+            repeatability: repeat,
         };
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(Code::Ok);
@@ -92,6 +96,9 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
             s.mean_abs_error * 100.0,
             s.worst_abs_error * 100.0
         );
+    }
+    if let Some(r) = &repeat {
+        print_repeatability(r)?;
     }
     outln!("  took {:.0} s; nothing was written", started.elapsed().as_secs_f64());
     Ok(Code::Ok)

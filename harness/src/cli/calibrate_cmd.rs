@@ -185,6 +185,20 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
     Ok(())
 }
 
+/// Print how far the same job's decode rounds lay apart on this machine,
+/// beside the tolerance the errors are counted against.
+pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> std::io::Result<()> {
+    outln!(
+        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%",
+        r.median_spread * 100.0,
+        r.worst_spread * 100.0,
+        r.wider,
+        r.jobs,
+        r.tolerance * 100.0
+    );
+    Ok(())
+}
+
 /// Print residuals as a table, one row per figure, held-out ones marked.
 pub fn print_residuals(residuals: &[pocketbench::calibrate::Residual]) -> std::io::Result<()> {
     let label = |r: &pocketbench::calibrate::Residual| {

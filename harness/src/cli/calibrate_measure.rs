@@ -121,6 +121,10 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         outln!("{}", serde_json::to_string_pretty(&[&cal])?);
     } else {
         print_fit(&fitted, &cal, &note)?;
+        let tolerance = super::calibrate_check::DECODE_TOLERANCE;
+        if let Some(r) = pocketbench::calibrate::repeatability(&measured.decode_spreads, tolerance) {
+            super::calibrate_cmd::print_repeatability(&r)?;
+        }
         outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", started.elapsed().as_secs_f64());
     }
     Ok(Code::Ok)
