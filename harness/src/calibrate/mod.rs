@@ -9,19 +9,25 @@
 //! using the times the fitted speed model predicts).
 //!
 //! [`design`] and [`session`] measure a local device for `calibrate
-//! --measure`.
+//! --measure`; `residuals` compares a fit with measurements, and `write`
+//! puts fits and points into profile text.
 
 pub mod design;
+mod residuals;
 pub mod session;
+mod write;
 
-use std::path::Path;
+pub use residuals::{accuracy, check, repeatability, residuals, Accuracy, Repeatability, Residual};
+pub use write::{
+    display_param, fitted_text, point_from_record, with_points, with_points_added, write_atomic, write_back,
+    write_profile,
+};
 
 use serde::Serialize;
 
-use crate::device::{CalPoint, Device, DeviceModel, Devices, FreeParam, ModelParams, Origin};
+use crate::device::{CalPoint, Device, DeviceModel, FreeParam, ModelParams};
 use crate::fit::{fit, Row};
 use crate::predict::{decode_terms, memory_without_overhead, predict, prefill_time};
-use crate::units::{ByteSize, Duration, Fraction, Power};
 
 /// Calibration failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -59,31 +65,6 @@ pub enum CalibrationError {
         /// Reason.
         message: String,
     },
-}
-
-/// One measured figure against its prediction after the fit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Residual {
-    /// Point index in the profile.
-    pub point: usize,
-    /// The configuration.
-    pub model: String,
-    /// Its workload, e.g. "512+128".
-    pub workload: String,
-    /// decode, prefill, peak-memory, package or energy.
-    pub metric: &'static str,
-    /// Unit of the two values.
-    pub unit: &'static str,
-    /// What was measured or published.
-    pub measured: f64,
-    /// What the fitted model predicts.
-    pub predicted: f64,
-    /// predicted / measured − 1.
-    pub rel_error: f64,
-    /// The point's source.
-    pub source: String,
-    /// The point was held out of the fit.
-    pub holdout: bool,
 }
 
 /// The outcome of a calibration.
@@ -413,258 +394,6 @@ fn cache_size(
         }
     }
     Ok(best.1)
-}
-
-/// Residuals of every point's figures under `model`.
-pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
-    let mut out = Vec::new();
-    for pt in &device.points {
-        let p = predict(&pt.shape, &pt.shape.accounting(), model, &pt.workload);
-        let figures: [(&'static str, &'static str, Option<f64>, f64, f64); 5] = [
-            ("decode", "tok/s", pt.decode_tok_s, p.decode_tok_s, 1.0),
-            ("prefill", "tok/s", pt.prefill_tok_s, p.prefill_tok_s, 1.0),
-            ("peak-memory", "MB", pt.peak_memory, p.peak_mem_bytes, 1e6),
-            ("package", "MB", pt.package, p.package_bytes, 1e6),
-            ("energy", "J", pt.energy_j, p.energy_j, 1.0),
-        ];
-        for (metric, unit, measured, predicted, scale) in figures {
-            if let Some(m) = measured {
-                out.push(Residual {
-                    point: pt.index,
-                    model: pt.label.clone(),
-                    workload: format!("{}+{}", pt.workload.prompt, pt.workload.gen),
-                    metric,
-                    unit,
-                    measured: m / scale,
-                    predicted: predicted / scale,
-                    rel_error: predicted / m - 1.0,
-                    source: pt.source.clone(),
-                    holdout: pt.holdout,
-                });
-            }
-        }
-    }
-    out
-}
-
-/// A check of `device`'s profile as it stands: the decode, prefill and
-/// peak-memory residuals of `points` (measurements of shapes it was not
-/// fitted to) under its stored parameters, the model `predict` uses.
-/// Nothing is fitted or written.
-pub fn check(device: &Device, points: &[crate::device::PointToml]) -> Result<Vec<Residual>, crate::Error> {
-    let origin = device.origin.to_string();
-    let text = crate::device::home::text_of(&device.origin).map_err(|e| crate::Error::io(Path::new(&origin), e))?;
-    let text =
-        with_points(&text, points).map_err(|e| CalibrationError::Write { path: origin, message: e.to_string() })?;
-    let with = crate::device::parse(device.origin.clone(), &text)?;
-    let first = device.profile.calibration.len();
-    Ok(residuals(&with, &device.model)
-        .into_iter()
-        .filter(|r| r.point >= first && matches!(r.metric, "decode" | "prefill" | "peak-memory"))
-        .collect())
-}
-
-/// How many of `residuals` of `metric` lie within `tolerance` (a fraction),
-/// of how many; their mean and worst |error|. `None` without any.
-pub fn accuracy(residuals: &[Residual], metric: &str, tolerance: f64) -> Option<Accuracy> {
-    let errs: Vec<f64> = residuals.iter().filter(|r| r.metric == metric).map(|r| r.rel_error.abs()).collect();
-    (!errs.is_empty()).then(|| Accuracy {
-        metric: metric.to_string(),
-        points: errs.len(),
-        tolerance,
-        within: errs.iter().filter(|e| **e <= tolerance).count(),
-        mean_abs_error: errs.iter().sum::<f64>() / errs.len() as f64,
-        worst_abs_error: errs.iter().copied().fold(0.0, f64::max),
-    })
-}
-
-/// A check's summary of one metric.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Accuracy {
-    /// decode, prefill or peak-memory.
-    pub metric: String,
-    /// Residuals of the metric.
-    pub points: usize,
-    /// The tolerance counted against (a fraction: 0.10 is 10%).
-    pub tolerance: f64,
-    /// Of them, within the tolerance.
-    pub within: usize,
-    /// Mean |predicted / measured - 1|.
-    pub mean_abs_error: f64,
-    /// Worst |predicted / measured - 1|.
-    pub worst_abs_error: f64,
-}
-
-/// How well this machine repeats itself: the decode spreads of a
-/// calibration's or check's jobs ([`session::Measured::decode_spreads`])
-/// against a tolerance. Where many jobs' own rounds lie further apart than
-/// the tolerance, no prediction can be shown to be within it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Repeatability {
-    /// Jobs measured in two rounds or more.
-    pub jobs: usize,
-    /// The tolerance compared against (a fraction: 0.10 is 10%).
-    pub tolerance: f64,
-    /// Of them, jobs whose rounds lay further apart than the tolerance.
-    pub wider: usize,
-    /// Median (fastest - slowest) / fastest over the jobs.
-    pub median_spread: f64,
-    /// Largest (fastest - slowest) / fastest.
-    pub worst_spread: f64,
-}
-
-/// The [`Repeatability`] of `spreads` against `tolerance`; `None` with no
-/// job measured twice.
-pub fn repeatability(spreads: &[f64], tolerance: f64) -> Option<Repeatability> {
-    (!spreads.is_empty()).then(|| Repeatability {
-        jobs: spreads.len(),
-        tolerance,
-        wider: spreads.iter().filter(|s| **s > tolerance).count(),
-        median_spread: crate::stats::median(spreads),
-        worst_spread: spreads.iter().copied().fold(0.0, f64::max),
-    })
-}
-
-/// A parameter value in the unit its TOML key takes.
-pub fn display_param(p: FreeParam, v: f64) -> String {
-    match p {
-        FreeParam::BandwidthEfficiency
-        | FreeParam::ComputeEfficiency
-        | FreeParam::WeightExtra
-        | FreeParam::CacheEfficiency => Fraction(v).to_string(),
-        FreeParam::LayerCost | FreeParam::TokenCost | FreeParam::AttentionCost => Duration(v).to_string(),
-        FreeParam::EngineOverhead | FreeParam::CacheSize => ByteSize(v).to_string(),
-        FreeParam::ActivePower => Power(v).to_string(),
-        FreeParam::EmbeddingExtra => crate::units::BytesPerParam(v).to_string(),
-    }
-}
-
-/// Write the fitted values, their source and the digest into the profile
-/// file, keeping its comments and layout (`toml_edit`).
-pub fn write_back(device: &Device, cal: &Calibration) -> Result<(), CalibrationError> {
-    let path = match &device.origin {
-        Origin::File(p) => p.clone(),
-        Origin::BuiltIn(_) => return Err(CalibrationError::NotAFile(device.id().into())),
-    };
-    let werr = |message: String| CalibrationError::Write { path: path.display().to_string(), message };
-    let text = std::fs::read_to_string(&path).map_err(|e| werr(e.to_string()))?;
-    let text = fitted_text(&text, device, cal).map_err(werr)?;
-    write_atomic(&path, text.as_bytes()).map_err(|e| werr(e.to_string()))
-}
-
-/// `text` (the profile of `device`) with the fitted values, their source and
-/// the digest of `cal` written in.
-pub fn fitted_text(text: &str, device: &Device, cal: &Calibration) -> Result<String, String> {
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
-    let n = device.points.iter().filter(|p| !p.holdout).count();
-    let held = device.points.len() - n;
-    let held = if held > 0 { format!(" ({held} more held out)") } else { String::new() };
-    for p in &device.profile.model.fit {
-        let item = &mut doc["model"][p.key()];
-        item["value"] = toml_edit::value(display_param(*p, cal.params.get(*p)));
-        let bound = if cal.at_bound.iter().any(|k| k == p.key()) { "; ended on the bound of its range" } else { "" };
-        item["source"] = toml_edit::value(format!(
-            "fitted by `pocketbench calibrate` to the {n} calibration point(s) below{held}{bound}"
-        ));
-    }
-    doc["model"]["fitted-digest"] = toml_edit::value(cal.digest.clone());
-    Ok(doc.to_string())
-}
-
-/// Write via a temporary file and rename (the probe's writer: one for both).
-pub use crate::probe::entry::write_atomic;
-
-/// Write `bytes` to `path` atomically, making its folder first (this
-/// machine's profile folder may not exist yet).
-pub fn write_profile(path: &Path, bytes: &[u8]) -> Result<(), CalibrationError> {
-    let werr = |e: std::io::Error| CalibrationError::Write { path: path.display().to_string(), message: e.to_string() };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(werr)?;
-    }
-    write_atomic(path, bytes).map_err(werr)
-}
-
-/// Profile text with `points` appended, each a new `[[calibration]]` table
-/// at the end, the rest of the text untouched. The fit is stale afterwards
-/// until `calibrate` runs.
-pub fn with_points(text: &str, points: &[crate::device::PointToml]) -> Result<String, toml::ser::Error> {
-    #[derive(serde::Serialize)]
-    struct Wrapper<'a> {
-        calibration: &'a [crate::device::PointToml],
-    }
-    let tables = toml::to_string(&Wrapper { calibration: points })?;
-    let mut text = text.to_string();
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push('\n');
-    text.push_str(&tables);
-    Ok(text)
-}
-
-/// `device`'s profile with `points` added, as a calibration of it is
-/// written ([`Devices::writable`]: this machine's own copy for a local
-/// device): the profile as it then reads, assessed against this machine,
-/// and the file with its new text. Nothing is written.
-pub fn with_points_added(
-    devices: &Devices,
-    device: &Device,
-    points: &[crate::device::PointToml],
-) -> Result<(Device, crate::device::Writable), crate::Error> {
-    let mut target = devices.writable(device)?;
-    target.text = with_points(&target.text, points)
-        .map_err(|e| CalibrationError::Write { path: target.path.display().to_string(), message: e.to_string() })?;
-    let d = devices.reread(&target.path, &target.text)?;
-    Ok((d, target))
-}
-
-/// A calibration point from a measured record: every shape field written out,
-/// the workload, and the measured decode, prefill and peak memory (and energy
-/// when it was measured).
-pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<crate::device::PointToml> {
-    use crate::units::{ByteSize, Energy, TokRate};
-    let m = rec.measurement.as_ref()?;
-    let s = rec.shape;
-    let energy_measured = rec.methods.get("energy_j_per_run").is_some_and(|v| v.starts_with("measured"));
-    Some(crate::device::PointToml {
-        model: crate::arch::ShapeSpec {
-            preset: None,
-            hidden: Some(s.hidden),
-            layers: Some(s.layers),
-            heads: Some(s.heads),
-            kv_heads: Some(s.kv_heads),
-            head_dim: Some(s.head_dim),
-            ffn: Some(s.ffn),
-            vocab: Some(s.vocab),
-            tied: Some(s.tied),
-            qk_norm: Some(s.qk_norm),
-            quant: Some(s.quant),
-            context: Some(s.context),
-        },
-        workload: Some(crate::workload::WorkloadSpec {
-            prompt: Some(rec.prompt_tokens),
-            gen: Some(rec.gen_tokens),
-            context: None,
-        }),
-        decode: Some(TokRate(rec.decode_tok_s)),
-        prefill: Some(TokRate(rec.prefill_tok_s)),
-        peak_memory: Some(ByteSize(rec.peak_mem_increase_mb * 1e6)),
-        package: None,
-        energy: energy_measured.then_some(Energy(rec.energy_j_per_run)),
-        source: format!(
-            "measured {} by `pocketbench run`: {} {}, {} threads, median of {} repetitions (timer; VmHWM)",
-            crate::hostinfo::today(),
-            m.probe.engine,
-            m.probe.engine_version,
-            m.probe.threads,
-            m.decode.n
-        ),
-        holdout,
-        machine: Some(m.probe.host.fingerprint.clone()).filter(|f| !f.is_empty()),
-        cpu: Some(m.probe.host.describe()),
-        engine_build: m.probe.engine.parse::<crate::probe::EngineKind>().ok().map(|e| e.build_of(&m.probe.build)),
-        threads: Some(m.probe.threads),
-    })
 }
 
 #[cfg(test)]
