@@ -1,7 +1,8 @@
 use super::*;
 use crate::device::Devices;
+use crate::record::Provenance;
 use crate::event::Collect;
-use crate::sweep::{Plan, PlanOptions};
+use crate::sweep::{FailedMeasurement, Plan, PlanOptions};
 use crate::testing::probe_for;
 
 fn plan() -> Plan {
