@@ -1,7 +1,7 @@
 use super::*;
 use crate::device::Devices;
-use crate::record::Provenance;
 use crate::event::Collect;
+use crate::record::Provenance;
 use crate::sweep::{FailedMeasurement, Plan, PlanOptions};
 use crate::testing::probe_for;
 
