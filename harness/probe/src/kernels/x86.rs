@@ -19,6 +19,30 @@ pub(super) fn hsum(v: __m256) -> f32 {
     _mm_cvtss_f32(s)
 }
 
+/// The horizontal sums of four vectors through one shuffle tree (three
+/// `hadd`s and one add), where four [`hsum`]s take four adds and four
+/// shuffles each.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn hsums4(a: [__m256; 4]) -> [f32; 4] {
+    let h = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    let s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    let mut out = [0f32; 4];
+    // SAFETY: `out` holds four f32.
+    unsafe { _mm_storeu_ps(out.as_mut_ptr(), s) };
+    out
+}
+
+/// The horizontal sums of two vectors through one shuffle tree.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn hsums2(a: [__m256; 2]) -> [f32; 2] {
+    let h = _mm256_hadd_ps(a[0], a[1]);
+    let s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    let s = _mm_hadd_ps(s, s);
+    [_mm_cvtss_f32(s), _mm_cvtss_f32(_mm_movehdup_ps(s))]
+}
+
 /// The signed-byte dot product of 32 pairs as 8 i32 lanes converted to f32.
 macro_rules! mul_sum_i8 {
     ($qx:expr, $qy:expr, $ones:expr) => {{
