@@ -175,22 +175,22 @@ pub fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
 /// weights) with `x`, written to `out`, by the variant and prefetch distance
 /// [`choose_kernels`] chose.
 pub(crate) fn dot_q4x8(l: u8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    assert_eq!(Some(group.len()), group_len(l, x.len()), "dot_q4x8: length mismatch");
-    let c = x8_choice();
-    // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-    unsafe { x8_dyn(c.variant, l, c.prefetch, group, x, out) }
+    dot_q4x8_run(l, group, x, out);
 }
 
-/// [`dot_q4x8`] over `k` groups back to back (`run`), group `i`'s eight
-/// rows into `out[8 i..8 i + 8]`: decode's loop over a thread's claimed
-/// groups, with the choice read and the lengths checked once.
+/// [`dot_q4x8`] over groups back to back (`run`), group `i`'s eight rows
+/// into `out[8 i..8 i + 8]`: decode's loop over a thread's claimed groups,
+/// with the choice read and the lengths checked once.
 pub(crate) fn dot_q4x8_run(l: u8, run: &[u8], x: &[BlockQ8], out: &mut [f32]) {
-    let n = group_len(l, x.len()).expect("dot_q4x8_run: a 4-bit layout and whole blocks");
-    assert!(out.len().is_multiple_of(8) && run.len() == out.len() / 8 * n, "dot_q4x8_run: length mismatch");
-    let c = x8_choice();
-    for (group, out) in run.chunks_exact(n).zip(out.as_chunks_mut::<8>().0) {
+    let n = group_len(l, x.len());
+    assert!(
+        out.len().is_multiple_of(8) && n.is_some_and(|n| run.len() == out.len() / 8 * n),
+        "dot_q4x8: length mismatch"
+    );
+    let (n, c) = (n.unwrap_or(0), x8_choice());
+    for (i, out) in out.as_chunks_mut::<8>().0.iter_mut().enumerate() {
         // SAFETY: the chosen variant is supported (`select::choose`); lengths checked above.
-        unsafe { x8_dyn(c.variant, l, c.prefetch, group, x, out) }
+        unsafe { x8_dyn(c.variant, l, c.prefetch, &run[i * n..(i + 1) * n], x, out) }
     }
 }
 
