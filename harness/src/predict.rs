@@ -33,7 +33,11 @@
 //!   context + activation scratch + engine overhead. Scratch for a prefill
 //!   chunk of `n` tokens at `a` bytes per activation: `a·n·(2d + (h+2k)·dh +
 //!   2f) + a·h·n·P` (residual stream, q/k/v, SwiGLU gate and up, attention
-//!   scores) + `4·V` (f32 logits), + `e·V·d` for engines that hold more of the
+//!   scores) + `4·V` (f32 logits); engines that keep only one query group's
+//!   f32 score rows per thread (`engine.attention-scratch = "per-thread"`,
+//!   the native engine) hold `4·T·(h/k)·context` for the scores instead of
+//!   `a·h·n·P`, which at its 128-token chunk would charge Qwen3-0.6B 8 MB
+//!   it never allocates; + `e·V·d` for engines that hold more of the
 //!   embedding than its quantized table (candle keeps an f32 copy: e ≈ 4-5
 //!   bytes per embedding parameter; shipping engines e = 0), + `x·W_mm`
 //!   for engines that keep a second copy of the matmul weights, output
@@ -154,8 +158,12 @@ pub fn memory_without_overhead(shape: &Shape, acct: &Accounting, dev: &DeviceMod
     let n = dev.prefill_chunk.map_or(w.prompt, |c| c.min(w.prompt)) as f64;
     let (d, h, k, dh, f) =
         (shape.hidden as f64, shape.heads as f64, shape.kv_heads as f64, shape.head_dim as f64, shape.ffn as f64);
-    let scratch =
-        a * n * (2.0 * d + (h + 2.0 * k) * dh + 2.0 * f) + a * h * n * w.prompt as f64 + 4.0 * shape.vocab as f64;
+    let scores = match dev.score_row_threads {
+        // Each thread's query group of f32 rows over the whole context.
+        Some(t) => 4.0 * t as f64 * (h / k.max(1.0)).ceil() * w.context as f64,
+        None => a * h * n * w.prompt as f64,
+    };
+    let scratch = a * n * (2.0 * d + (h + 2.0 * k) * dh + 2.0 * f) + scores + 4.0 * shape.vocab as f64;
     acct.weight_bytes as f64 + kv + scratch
 }
 
@@ -296,6 +304,7 @@ mod tests {
             act_bits: 16,
             prefill_chunk: None,
             attention_threads: None,
+            score_row_threads: None,
             ranges: [None; 11],
             power_anchor: None,
             params: ModelParams {
@@ -332,6 +341,22 @@ mod tests {
         let split = predict(&s, &s.accounting(), &d, &w).decode_s;
         let attention = w.gen as f64 * attention_scores(&s, &w, &dev()) * 10e-9;
         assert!((split - plain - attention).abs() < 1e-9 * split, "{split} {plain} {attention}");
+    }
+
+    #[test]
+    fn per_thread_score_rows_replace_the_chunks_score_matrix() {
+        // Qwen3-0.6B: 16 query heads over 8 KV heads, 1024+128, chunk 128.
+        let s = preset("qwen3-0.6b").unwrap().shape;
+        let (a, w) = (s.accounting(), Workload::reference());
+        let mut d = dev();
+        d.act_bits = 32;
+        d.prefill_chunk = Some(128);
+        let chunk = memory_without_overhead(&s, &a, &d, &w);
+        d.score_row_threads = Some(2);
+        let rows = memory_without_overhead(&s, &a, &d, &w);
+        let matrix = 4.0 * 16.0 * 128.0 * 1024.0;
+        let per_thread = 4.0 * 2.0 * 2.0 * 1152.0;
+        assert!((chunk - rows - (matrix - per_thread)).abs() < 1e-6, "{chunk} {rows}");
     }
 
     #[test]

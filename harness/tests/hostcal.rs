@@ -120,6 +120,9 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
     let text = std::fs::read_to_string(&profile).unwrap();
     assert!(text.contains(&format!("machine = \"{fp}\"")), "{text}");
     assert!(text.contains("threads = 1"));
+    // The engine's own prompt chunk, where the repository's profile says 32.
+    assert!(text.contains(&format!("prefill-chunk = {}", pocketbench::probe::native::CHUNK)), "{text}");
+    assert!(text.contains("attention-scratch = \"per-thread\""), "{text}");
     assert_eq!(std::fs::read(root().join("devices/host.toml")).unwrap(), repo_profile);
     pb(d.path())
         .arg("devices")

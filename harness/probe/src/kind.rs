@@ -40,6 +40,10 @@ pub enum EngineKind {
     MnnLlmBench,
 }
 
+/// The largest micro-batch the llama.cpp probe asks for (`n_ubatch`): a
+/// longer prompt runs in chunks of it.
+pub const LLAMA_UBATCH: u32 = 512;
+
 impl EngineKind {
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -50,6 +54,26 @@ impl EngineKind {
             EngineKind::LlamaBench => "llama-bench",
             EngineKind::MnnLlmBench => "mnn-llm-bench",
         }
+    }
+
+    /// The prompt chunk the engine runs prefill in, where pocketbench sets
+    /// it: the native engine's [`crate::native::CHUNK`], and llama.cpp's
+    /// micro-batch ([`LLAMA_UBATCH`]). `None` where the engine
+    /// decides (candle-transformers takes the whole prompt; the external
+    /// benches their own settings).
+    pub fn prefill_chunk(self) -> Option<u32> {
+        match self {
+            EngineKind::Candle => Some(crate::native::CHUNK as u32),
+            EngineKind::LlamaCpp => Some(LLAMA_UBATCH),
+            _ => None,
+        }
+    }
+
+    /// Whether the engine holds only one query group's f32 attention score
+    /// rows per thread during prefill (the native engine), rather than a
+    /// chunk's whole score matrix.
+    pub fn scores_per_thread(self) -> bool {
+        matches!(self, EngineKind::Candle)
     }
 
     /// Name and version as built into this binary.

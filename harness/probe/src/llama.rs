@@ -60,7 +60,7 @@ pub fn with_engine<R>(
     let cparams = LlamaContextParams::default()
         .with_n_ctx(NonZeroU32::new(w.context))
         .with_n_batch(w.prompt.max(1))
-        .with_n_ubatch(w.prompt.clamp(1, 512))
+        .with_n_ubatch(w.prompt.clamp(1, crate::kind::LLAMA_UBATCH))
         .with_n_threads(threads)
         .with_n_threads_batch(threads);
     let ctx = model.new_context(&backend, cparams).map_err(err)?;

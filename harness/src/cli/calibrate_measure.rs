@@ -45,6 +45,15 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     if let Some(t) = a.threads {
         doc["engine"]["threads"] = toml_edit::value(i64::from(t));
     }
+    // The prompt chunk of the engine measured, not the one the profile it
+    // was made from assumed (the repository's host profile was measured
+    // when the native engine ran prefill in chunks of 32; it now runs 128).
+    if let Some(c) = device.profile.engine.probe.prefill_chunk() {
+        doc["engine"]["prefill-chunk"] = toml_edit::value(i64::from(c));
+    }
+    if device.profile.engine.probe.scores_per_thread() {
+        doc["engine"]["attention-scratch"] = toml_edit::value("per-thread");
+    }
     // A host's caches hold the smaller shapes whole: fit the cache term too.
     if let Some(fit) = doc["model"]["fit"].as_array_mut() {
         for p in [FreeParam::CacheSize, FreeParam::CacheEfficiency] {

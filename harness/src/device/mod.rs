@@ -140,6 +140,10 @@ pub struct DeviceModel {
     /// Threads decode attention is split over by KV head (see
     /// [`Engine::attention_split`]); `None`: not modelled.
     pub attention_threads: Option<u32>,
+    /// Threads that each hold one query group's f32 attention score rows
+    /// (see [`Engine::attention_scratch`]); `None`: the chunk's whole score
+    /// matrix.
+    pub score_row_threads: Option<u32>,
     /// Fitted or prior parameters.
     pub params: ModelParams,
     /// The plausible range of each parameter that has one (`range` in the
@@ -425,6 +429,8 @@ impl Device {
             act_bits: p.engine.act_bits,
             prefill_chunk: p.engine.prefill_chunk,
             attention_threads: p.engine.attention_split.and(p.engine.threads),
+            score_row_threads: (p.engine.attention_scratch == Some(AttentionScratch::PerThread))
+                .then(|| p.engine.threads.unwrap_or(1)),
             params,
         };
         let digest = digest(&p.calibration, &p.model.fit, &model);
@@ -529,6 +535,7 @@ fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
         .filter(|p| !(later.contains(p) && m.params.get(**p) == 0.0))
         .map(|p| (p.key(), m.params.get(*p)))
         .chain(m.attention_threads.map(|t| ("attention-threads", t as f64)))
+        .chain(m.score_row_threads.map(|t| ("score-row-threads", t as f64)))
         .collect();
     let facts = (m.bandwidth, m.compute, m.kv_bits, m.act_bits, m.prefill_chunk);
     let text = serde_json::to_string(&(points, fit, facts, fixed)).unwrap_or_default();

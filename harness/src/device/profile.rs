@@ -217,6 +217,24 @@ pub struct Engine {
     /// path is `ceil(kv / threads)` heads (the native engine's schedule).
     #[serde(default)]
     pub attention_split: Option<AttentionSplit>,
+    /// What the engine holds of the prefill's attention scores (default
+    /// `chunk`). `chunk`: the whole score matrix of a prompt chunk, every
+    /// query head x chunk token x context position, at the activation width
+    /// (llama.cpp's compute graph, candle-transformers). `per-thread`: each
+    /// thread one KV head's query group of f32 score rows over the context,
+    /// reused for every row (the native engine).
+    #[serde(default)]
+    pub attention_scratch: Option<AttentionScratch>,
+}
+
+/// See [`Engine::attention_scratch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttentionScratch {
+    /// The chunk's whole score matrix.
+    Chunk,
+    /// One query group's f32 score rows per thread.
+    PerThread,
 }
 
 /// See [`Engine::attention_split`].
