@@ -141,10 +141,9 @@ const CHECK_PRESETS: &[&str] = &["mnn-pocket-0.3b", "qwen3-0.6b", "smollm2-135m"
 const CHECK: &[Row] =
     &[(22, 704, 11, 1, 64, 1920, 81920), (12, 896, 14, 2, 64, 2432, 100352), (26, 512, 8, 2, 64, 1408, 65536)];
 
-/// The quick design's picks from the two lists: every fitted shape (seven
-/// of them left the fit too loose to predict decode within 10%), fewer
-/// held out.
-const QUICK_FIT: &[usize] = &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
+/// The quick design fits every shape of [`FIT`] (seven of them left the fit
+/// too loose to predict decode within 10%) at fewer workloads, and holds
+/// out these of [`HELD`].
 const QUICK_HELD: &[usize] = &[0, 2, 4];
 
 fn shape(r: &Row) -> Shape {
@@ -162,14 +161,7 @@ impl Design {
     /// 1024 + 128, 3 held out, three rounds) or full (15 fitted at tg128,
     /// 256 + 64 and 1024 + 128, 6 held out, three rounds).
     pub fn built_in(quick: bool) -> Design {
-        let pick = |rows: &[Row], idx: &[usize]| -> Vec<Row> {
-            if quick {
-                idx.iter().map(|&i| rows[i]).collect()
-            } else {
-                rows.to_vec()
-            }
-        };
-        let mut points: Vec<DesignPoint> = pick(FIT, QUICK_FIT)
+        let mut points: Vec<DesignPoint> = FIT
             .iter()
             .map(|r| DesignPoint {
                 shape: shape(r),
@@ -177,7 +169,8 @@ impl Design {
                 holdout: false,
             })
             .collect();
-        points.extend(pick(HELD, QUICK_HELD).iter().map(|r| DesignPoint {
+        let held: Vec<Row> = if quick { QUICK_HELD.iter().map(|&i| HELD[i]).collect() } else { HELD.to_vec() };
+        points.extend(held.iter().map(|r| DesignPoint {
             shape: shape(r),
             workloads: workloads(&[TG128, STUDY]),
             holdout: true,
