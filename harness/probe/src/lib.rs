@@ -216,7 +216,7 @@ pub fn run(
         ("prefill_s", "timer around one forward pass over the whole prompt"),
         (
             "read_bandwidth",
-            "sum over a fresh 256 MiB buffer by the probe's threads right after the repetitions, best of 3 passes (timer)",
+            "sum over a fresh 256 MiB buffer (advised MADV_HUGEPAGE, as the weights) by the probe's threads right after the repetitions, best of 3 passes (timer)",
         ),
         ("ttft_s", "timer from the start of prefill to the greedy first token"),
         ("decode_s", "timer around `gen` single-token forward passes with the KV cache, argmax included"),

@@ -33,7 +33,7 @@ pub struct HostInfoArgs {
 /// The source text of a bandwidth fact measured by `host-info`.
 pub fn bandwidth_source(facts: &HostFacts, bw: &hostinfo::Bandwidth, buffer_mib: usize, passes: usize) -> String {
     format!(
-        "measured {} by `pocketbench host-info` on {} (fingerprint {}): read (sum) over a {buffer_mib} MiB buffer, {} threads, best of {passes} passes; 1 thread {:.1} GB/s; copy {:.1} GB/s",
+        "measured {} by `pocketbench host-info` on {} (fingerprint {}): read (sum) over a {buffer_mib} MiB buffer advised for huge pages, {} threads, best of {passes} passes; 1 thread {:.1} GB/s; copy {:.1} GB/s",
         hostinfo::today(),
         facts.describe(),
         facts.fingerprint,

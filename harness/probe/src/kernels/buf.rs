@@ -104,6 +104,22 @@ impl WeightBuf {
     pub fn mapped(&self) -> bool {
         !matches!(self.0, Inner::Heap(_))
     }
+
+    /// The bytes as 64-bit words: all of them for a mapping (page-aligned),
+    /// the aligned middle of a heap buffer.
+    pub fn words(&self) -> &[u64] {
+        // SAFETY: every bit pattern is a valid `u64`; `align_to` hands back
+        // only the part that is aligned for it.
+        let (_, words, _) = unsafe { self.align_to::<u64>() };
+        words
+    }
+
+    /// As [`WeightBuf::words`], to write.
+    pub fn words_mut(&mut self) -> &mut [u64] {
+        // SAFETY: as in `words`; writing any `u64` leaves valid bytes.
+        let (_, words, _) = unsafe { self.align_to_mut::<u64>() };
+        words
+    }
 }
 
 /// The machine's transparent huge page setting (`always`, `madvise` or
