@@ -17,7 +17,13 @@
 //!   engine's score and value loops are head_dim long; scaling by it took
 //!   the held-out Qwen3-0.6B (head_dim 128) from +11.3% to -0.3% on this
 //!   host. (candle-transformers' cost did not grow with head_dim: a scalar
-//!   softmax per score dominated it.)
+//!   softmax per score dominated it.) They may add `G·kv·c̄·ck` as well, a
+//!   cost `ck` per byte of KV cache read (`model.kv-cost`): the converting
+//!   and multiplying of every cached key and value, done once for the
+//!   query heads sharing it, which the memory traffic does not hide. Without
+//!   it, one-thread fits on the Zen 4 VM predicted Qwen3-0.6B (117 MB of KV
+//!   per token at 1024 + 128) 33% too fast. Both attention terms are split
+//!   by KV head over the engine's threads where it splits so.
 //! * **Prefill** is a roofline per chunk: the engine runs the prompt in
 //!   chunks of `n` tokens (`engine.prefill-chunk`; default the whole prompt
 //!   at once), and chunk `j`, after `s` tokens already in the cache, takes
@@ -105,12 +111,16 @@ pub struct DecodeTerms {
     pub layers: f64,
     /// Attention scores per step at the mean context: L x h x c̄.
     pub attention_scores: f64,
+    /// KV cache bytes attention reads per step at the mean context, on the
+    /// critical path (multiplies the KV cost).
+    pub kv_bytes: f64,
     /// The share of the working set served from the caches
     /// ([`crate::device::ModelParams::cache_share`]).
     pub cache_share: f64,
 }
 
-/// Decode-time terms: `t_step = transfer_s / eb + attention_scores·ca + layers·cl + c0`.
+/// Decode-time terms: `t_step = transfer_s / eb + attention_scores·ca +
+/// kv_bytes·ck + layers·cl + c0`.
 pub fn decode_terms(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> DecodeTerms {
     let bytes = decode_bytes_per_token(shape, acct, dev, w);
     DecodeTerms {
@@ -118,6 +128,7 @@ pub fn decode_terms(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Wor
         transfer_s: bytes / dev.bandwidth,
         layers: shape.layers as f64,
         attention_scores: attention_scores(shape, w, dev),
+        kv_bytes: attention_kv_bytes(shape, w, dev),
     }
 }
 
@@ -133,6 +144,13 @@ pub fn matmul_weight_bytes(shape: &Shape, acct: &Accounting) -> f64 {
 fn attention_scores(shape: &Shape, w: &Workload, dev: &DeviceModel) -> f64 {
     let scores = shape.layers as f64 * shape.heads as f64 * w.mean_decode_context() * shape.head_dim as f64 / 64.0;
     scores * attention_imbalance(shape.kv_heads, dev.attention_threads)
+}
+
+/// KV cache bytes decode attention reads per step at the mean context, on
+/// the critical path of its split over threads.
+fn attention_kv_bytes(shape: &Shape, w: &Workload, dev: &DeviceModel) -> f64 {
+    let kv = kv_bytes_per_position(shape, dev.kv_bits) as f64 * w.mean_decode_context();
+    kv * attention_imbalance(shape.kv_heads, dev.attention_threads)
 }
 
 /// The critical path of decode attention split by KV head over `threads`,
@@ -260,7 +278,8 @@ fn point(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> P
     let eff_bw = p.efficiency_for(bytes_per_token) * dev.bandwidth;
     // Attention work grows with the context; engines whose attention kernel
     // hides behind memory traffic leave it unmodelled (cost 0).
-    let attention_s = attention_scores(shape, w, dev) * p.attention_cost;
+    let attention_s =
+        attention_scores(shape, w, dev) * p.attention_cost + attention_kv_bytes(shape, w, dev) * p.kv_cost;
     let decode_s = w.gen as f64 * (bytes_per_token / eff_bw + attention_s + step_fixed);
 
     let prompt = w.prompt as f64;
@@ -305,7 +324,7 @@ mod tests {
             prefill_chunk: None,
             attention_threads: None,
             score_row_threads: None,
-            ranges: [None; 11],
+            ranges: [None; FreeParam::ALL.len()],
             power_anchor: None,
             params: ModelParams {
                 bandwidth_efficiency: 0.5,
@@ -315,6 +334,7 @@ mod tests {
                 engine_overhead: 20e6,
                 embedding_extra: 0.0,
                 attention_cost: 0.0,
+                kv_cost: 0.0,
                 weight_extra: 0.0,
                 cache_size: 0.0,
                 cache_efficiency: 0.0,

@@ -147,12 +147,12 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     let fit_points: Vec<&CalPoint> = device.points.iter().filter(|p| !p.holdout).collect();
 
     // decode: t_step = transfer / eb (or / e_cache within the cache size)
-    // + scores·ca + L·cl + c0.
+    // + scores·ca + kv·ck + L·cl + c0.
     let decode = |pt: &CalPoint, m: &DeviceModel| {
         let t = decode_terms(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
         let (memory, cache) = (t.transfer_s * (1.0 - t.cache_share), t.transfer_s * t.cache_share);
         Some(Obs {
-            coef: vec![memory, cache, t.attention_scores, t.layers, 1.0],
+            coef: vec![memory, cache, t.attention_scores, t.kv_bytes, t.layers, 1.0],
             offset: 0.0,
             target: 1.0 / pt.decode_tok_s?,
         })
@@ -190,6 +190,7 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
                 term(FreeParam::BandwidthEfficiency, (1.0, 100.0), true),
                 term(FreeParam::CacheEfficiency, (0.1, 100.0), true),
                 term(FreeParam::AttentionCost, (0.0, 1e-6), false),
+                term(FreeParam::KvCost, (0.0, 1e-8), false),
                 term(FreeParam::LayerCost, (0.0, 1e-2), false),
                 term(FreeParam::TokenCost, (0.0, 1.0), false),
             ],

@@ -1,6 +1,7 @@
-//! The cache term: a fit recovers a synthetic host whose small shapes are
-//! served from its caches, and predicts held-out shapes from it; and the
-//! repeatability summary a calibration prints beside its errors.
+//! The cache term and the KV cost: a fit recovers a synthetic host whose
+//! small shapes are served from its caches, or whose attention reads the KV
+//! cache slower than its bandwidth, and predicts held-out shapes from it;
+//! and the repeatability summary a calibration prints beside its errors.
 
 use super::design::Design;
 use super::*;
@@ -10,9 +11,14 @@ use crate::predict::predict;
 /// The built-in host with the full design's points, their decode and peak
 /// memory made by `truth` (and the free list widened to the cache term).
 fn synthetic(truth: &DeviceModel) -> Device {
+    synthetic_fitting(truth, &[FreeParam::CacheSize, FreeParam::CacheEfficiency])
+}
+
+/// As [`synthetic`], the free list widened by `more`.
+fn synthetic_fitting(truth: &DeviceModel, more: &[FreeParam]) -> Device {
     let mut d = Devices::built_in().unwrap().get("host").unwrap().clone();
     d.model.bandwidth = truth.bandwidth;
-    d.profile.model.fit.extend([FreeParam::CacheSize, FreeParam::CacheEfficiency]);
+    d.profile.model.fit.extend(more);
     d.points = Design::built_in(false)
         .points
         .iter()
@@ -67,6 +73,35 @@ fn a_host_whose_caches_hold_the_small_shapes_is_fitted_and_its_held_out_shapes_p
     let worst_plain =
         worse.residuals.iter().filter(|r| r.metric == "decode").map(|r| r.rel_error.abs()).fold(0.0, f64::max);
     assert!(worst_plain > 3.0 * worst, "{worst_plain} vs {worst}");
+}
+
+#[test]
+fn a_host_whose_attention_reads_the_kv_cache_slowly_is_fitted_and_qwen3_predicted_at_long_context() {
+    let mut truth = Devices::built_in().unwrap().get("host").unwrap().model;
+    truth.params.cache_size = 0.0;
+    truth.params.attention_cost = 3e-9;
+    // The KV cache read at a third of the weights' rate, as the Zen 4 VM
+    // read Qwen3-0.6B's at one thread.
+    truth.params.kv_cost = 2.0 / (truth.params.bandwidth_efficiency * truth.bandwidth);
+    let qwen = crate::arch::presets::preset("qwen3-0.6b").unwrap().shape;
+    let study = crate::workload::Workload { prompt: 1024, gen: 128, context: 1152 };
+    let truth_qwen = predict(&qwen, &qwen.accounting(), &truth, &study).decode_tok_s;
+
+    let cal = calibrate(&synthetic_fitting(&truth, &[FreeParam::KvCost])).unwrap();
+    let kv = cal.params.kv_cost;
+    assert!((kv / truth.params.kv_cost - 1.0).abs() < 0.02, "kv cost {kv} vs {}", truth.params.kv_cost);
+    let mut fitted = truth;
+    fitted.params = cal.params;
+    let got = predict(&qwen, &qwen.accounting(), &fitted, &study).decode_tok_s;
+    assert!((got / truth_qwen - 1.0).abs() < 0.01, "{got} vs {truth_qwen}");
+
+    // Without the term the per-score cost takes what it can of the KV's,
+    // and Qwen3-0.6B (two query heads per KV head of 128 dimensions: more
+    // bytes per score than any fitted shape) comes out too fast.
+    let cal = calibrate(&synthetic_fitting(&truth, &[])).unwrap();
+    fitted.params = cal.params;
+    let without = predict(&qwen, &qwen.accounting(), &fitted, &study).decode_tok_s;
+    assert!(without > 1.05 * truth_qwen, "{without} vs {truth_qwen}");
 }
 
 #[test]

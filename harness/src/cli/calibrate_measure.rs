@@ -54,9 +54,10 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     if device.profile.engine.probe.scores_per_thread() {
         doc["engine"]["attention-scratch"] = toml_edit::value("per-thread");
     }
-    // A host's caches hold the smaller shapes whole: fit the cache term too.
+    // A host's caches hold the smaller shapes whole: fit the cache term too;
+    // and a CPU's attention reads the KV cache slower than its bandwidth.
     if let Some(fit) = doc["model"]["fit"].as_array_mut() {
-        for p in [FreeParam::CacheSize, FreeParam::CacheEfficiency] {
+        for p in [FreeParam::CacheSize, FreeParam::CacheEfficiency, FreeParam::KvCost] {
             if !fit.iter().any(|v| v.as_str() == Some(p.key())) {
                 fit.push(p.key());
             }

@@ -42,6 +42,9 @@ pub struct ModelParams {
     pub embedding_extra: f64,
     /// Seconds per decode attention score (layer x head x position); 0 = not modelled.
     pub attention_cost: f64,
+    /// Seconds per byte of KV cache decode attention reads, beyond its
+    /// transfer at the bandwidth; 0 = not modelled.
+    pub kv_cost: f64,
     /// Extra resident bytes per byte of layer weights.
     pub weight_extra: f64,
     /// Watts.
@@ -64,6 +67,7 @@ impl ModelParams {
             FreeParam::EngineOverhead => self.engine_overhead,
             FreeParam::EmbeddingExtra => self.embedding_extra,
             FreeParam::AttentionCost => self.attention_cost,
+            FreeParam::KvCost => self.kv_cost,
             FreeParam::WeightExtra => self.weight_extra,
             FreeParam::ActivePower => self.active_power,
             FreeParam::CacheSize => self.cache_size,
@@ -81,6 +85,7 @@ impl ModelParams {
             FreeParam::EngineOverhead => self.engine_overhead = v,
             FreeParam::EmbeddingExtra => self.embedding_extra = v,
             FreeParam::AttentionCost => self.attention_cost = v,
+            FreeParam::KvCost => self.kv_cost = v,
             FreeParam::WeightExtra => self.weight_extra = v,
             FreeParam::ActivePower => self.active_power = v,
             FreeParam::CacheSize => self.cache_size = v,
@@ -318,6 +323,7 @@ impl Device {
             engine_overhead: m.engine_overhead.value.0,
             embedding_extra: m.embedding_extra.as_ref().map_or(0.0, |f| f.value.0),
             attention_cost: m.attention_cost.as_ref().map_or(0.0, |f| f.value.0),
+            kv_cost: m.kv_cost.as_ref().map_or(0.0, |f| f.value.0),
             weight_extra: m.weight_extra.as_ref().map_or(0.0, |f| f.value.0),
             active_power: m.active_power.value.0,
             cache_size: m.cache_size.as_ref().map_or(0.0, |f| f.value.0),
@@ -337,6 +343,7 @@ impl Device {
             ("model.engine-overhead", params.engine_overhead),
             ("model.embedding-extra", params.embedding_extra),
             ("model.attention-cost", params.attention_cost),
+            ("model.kv-cost", params.kv_cost),
             ("model.weight-extra", params.weight_extra),
             ("model.cache-size", params.cache_size),
             ("model.cache-efficiency", params.cache_efficiency),
@@ -526,9 +533,9 @@ fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
 /// that are not fitted. A fit is stale when any of them changed since (for
 /// instance `host-info` rewriting the bandwidth fact).
 fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
-    // The cache parameters came later: left out while unset, so the digests
-    // of profiles written before them still hold.
-    let later = [FreeParam::CacheSize, FreeParam::CacheEfficiency];
+    // The cache parameters and the KV cost came later: left out while
+    // unset, so the digests of profiles written before them still hold.
+    let later = [FreeParam::CacheSize, FreeParam::CacheEfficiency, FreeParam::KvCost];
     let fixed: Vec<(&str, f64)> = FreeParam::ALL
         .iter()
         .filter(|p| !fit.contains(p))

@@ -279,6 +279,16 @@ pub struct ModelToml {
     /// behind memory traffic).
     #[serde(default)]
     pub attention_cost: Option<Fact<Duration>>,
+    /// Time per byte of KV cache that decode attention reads, on top of
+    /// that byte's transfer at the bandwidth (default: not modelled). A CPU
+    /// engine converts every f16 key and value of the context and takes its
+    /// dot products with the group of query heads sharing it, work that the
+    /// memory traffic does not hide: on the Zen 4 VM at one thread the
+    /// native engine read Qwen3-0.6B's 117 MB of KV per token at about
+    /// 8.5 GB/s, a third of the weights' rate. Per byte rather than per
+    /// score: the conversion is done once for the whole group.
+    #[serde(default)]
+    pub kv_cost: Option<Fact<Duration>>,
     /// Decode working sets (weights and KV read per token) up to this size
     /// are served from the CPU's caches at [`ModelToml::cache_efficiency`],
     /// and a share falling linearly to none of those up to twice it
@@ -315,6 +325,7 @@ impl ModelToml {
             r(FreeParam::ActivePower, Some(&self.active_power)),
             r(FreeParam::EmbeddingExtra, self.embedding_extra.as_ref()),
             r(FreeParam::AttentionCost, self.attention_cost.as_ref()),
+            r(FreeParam::KvCost, self.kv_cost.as_ref()),
             r(FreeParam::WeightExtra, self.weight_extra.as_ref()),
             r(FreeParam::CacheSize, self.cache_size.as_ref()),
             r(FreeParam::CacheEfficiency, self.cache_efficiency.as_ref()),
@@ -345,6 +356,8 @@ pub enum FreeParam {
     EmbeddingExtra,
     /// See [`ModelToml::attention_cost`].
     AttentionCost,
+    /// See [`ModelToml::kv_cost`].
+    KvCost,
     /// See [`ModelToml::weight_extra`].
     WeightExtra,
     /// See [`ModelToml::cache_size`].
@@ -355,7 +368,7 @@ pub enum FreeParam {
 
 impl FreeParam {
     /// Every parameter.
-    pub const ALL: [FreeParam; 11] = [
+    pub const ALL: [FreeParam; 12] = [
         FreeParam::BandwidthEfficiency,
         FreeParam::LayerCost,
         FreeParam::TokenCost,
@@ -367,6 +380,7 @@ impl FreeParam {
         FreeParam::WeightExtra,
         FreeParam::CacheSize,
         FreeParam::CacheEfficiency,
+        FreeParam::KvCost,
     ];
 
     /// The TOML key.
@@ -380,6 +394,7 @@ impl FreeParam {
             FreeParam::ActivePower => "active-power",
             FreeParam::EmbeddingExtra => "embedding-extra",
             FreeParam::AttentionCost => "attention-cost",
+            FreeParam::KvCost => "kv-cost",
             FreeParam::WeightExtra => "weight-extra",
             FreeParam::CacheSize => "cache-size",
             FreeParam::CacheEfficiency => "cache-efficiency",
