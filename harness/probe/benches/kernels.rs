@@ -5,7 +5,8 @@
 //! cannot beat it), and each variant of the interleaved 4-bit kernel on a
 //! cache-resident matrix (the instructions, not the memory): one token
 //! (decode) and a 128-token prompt chunk (the prefill tiles), Q4_0, Q4_1 and Q4_K;
-//! and grouped-query attention over 512 cached positions.
+//! and grouped-query attention over 512 cached positions (in L2), and over a
+//! whole model's KV cache streamed from memory as decode reads it.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -110,5 +111,36 @@ fn attention(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, streamed, variants, attention);
+/// One decode token's attention over a whole model's KV cache, streamed
+/// from memory as at decode: Qwen3-0.6B's 28 layers x 8 KV heads of 128
+/// (two query heads each) at 1088 cached positions, the study's mean decode
+/// context; 117 MB of f16 keys and values, far past the L3.
+fn attention_streamed(c: &mut Criterion) {
+    const LEN: usize = 1088;
+    let (layers, kv_heads, group, dh) = (28, 8, 2, 128);
+    // Keys, then values, of every KV head, head-major as the engine keeps them.
+    let per_layer = 2 * kv_heads * LEN * dh;
+    let width = if x8_choice().attention_512 { 512 } else { 256 };
+    let mut g = c.benchmark_group(format!("attention-{width}-bit-streamed"));
+    g.throughput(Throughput::Bytes((layers * per_layer * 2) as u64));
+    g.sample_size(20);
+    let cache: Vec<u16> = (0..layers * per_layer).map(|i| f32_to_f16(((i % 29) as f32 - 14.0) / 14.0)).collect();
+    let q: Vec<f32> = (0..group * dh).map(|i| ((i % 11) as f32 - 5.0) / 50.0).collect();
+    let (mut scores, mut row, mut out) = (vec![0f32; group * LEN], vec![0f32; dh], vec![0f32; group * dh]);
+    g.bench_function("Qwen3-0.6B, one token at 1088 positions", |b| {
+        b.iter(|| {
+            for l in 0..layers {
+                let layer = &cache[l * per_layer..(l + 1) * per_layer];
+                let (k, v) = layer.split_at(per_layer / 2);
+                for h in 0..kv_heads {
+                    let rows = |data| KvRows { data, stride: dh, offset: h * LEN * dh };
+                    attend(&q, rows(k), rows(v), LEN, 0.1, &mut scores, &mut row, &mut out);
+                }
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, streamed, variants, attention, attention_streamed);
 criterion_main!(benches);

@@ -387,9 +387,18 @@ fn grouped_attention_equals_one_head_at_a_time() {
     let mut r = rng();
     // Head widths through the 64-wide register path, the 8-wide loop and a tail.
     // Groups of 1-7 heads: the four- and two-head kernels and their remainders.
-    for (dh, group, kvh, len) in
-        [(16, 3, 2, 37), (128, 2, 2, 9), (72, 1, 3, 5), (68, 2, 1, 1), (64, 7, 2, 19), (40, 5, 1, 3), (128, 4, 1, 2)]
-    {
+    // Lengths of many positions too: the key kernel's blocks of rows and a remainder.
+    for (dh, group, kvh, len) in [
+        (16, 3, 2, 37),
+        (128, 2, 2, 9),
+        (72, 1, 3, 5),
+        (68, 2, 1, 1),
+        (64, 7, 2, 19),
+        (40, 5, 1, 3),
+        (128, 4, 1, 2),
+        (128, 2, 8, 77),
+        (64, 3, 1, 64),
+    ] {
         let stride = kvh * dh;
         let kc: Vec<u16> = (0..len * stride).map(|_| f32_to_f16(r.random_range(-1.0f32..1.0))).collect();
         let vc: Vec<u16> = (0..len * stride).map(|_| f32_to_f16(r.random_range(-1.0f32..1.0))).collect();
