@@ -123,6 +123,9 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
     // The engine's own prompt chunk, where the repository's profile says 32.
     assert!(text.contains(&format!("prefill-chunk = {}", pocketbench::probe::native::CHUNK)), "{text}");
     assert!(text.contains("attention-scratch = \"per-thread\""), "{text}");
+    // The engine named by the build measured, and the KV cost fitted.
+    assert!(text.contains("name = \"candle (pocketbench native engine source "), "{text}");
+    assert!(text.contains("\"kv-cost\"]"), "{text}");
     assert_eq!(std::fs::read(root().join("devices/host.toml")).unwrap(), repo_profile);
     pb(d.path())
         .arg("devices")

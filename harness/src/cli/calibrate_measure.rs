@@ -51,6 +51,10 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     if let Some(c) = device.profile.engine.probe.prefill_chunk() {
         doc["engine"]["prefill-chunk"] = toml_edit::value(i64::from(c));
     }
+    // The engine's name: the build measured, not the one the profile it
+    // was made from described (the repository's still names "AVX2 kernels").
+    let probe = device.profile.engine.probe;
+    doc["engine"]["name"] = toml_edit::value(format!("{} ({})", probe.name(), probe.build()));
     if device.profile.engine.probe.scores_per_thread() {
         doc["engine"]["attention-scratch"] = toml_edit::value("per-thread");
     }
