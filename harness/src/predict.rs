@@ -21,8 +21,8 @@
 //!   cost `ck` per byte of KV cache read (`model.kv-cost`): the converting
 //!   and multiplying of every cached key and value, done once for the
 //!   query heads sharing it, which the memory traffic does not hide. Without
-//!   it, one-thread fits on the Zen 4 VM predicted Qwen3-0.6B (117 MB of KV
-//!   per token at 1024 + 128) 33% too fast. Both attention terms are split
+//!   it, one-thread fits on the Zen 4 VM predicted Qwen3-0.6B (125 MB of KV
+//!   a token at 1024 + 128) 33% too fast. Both attention terms are split
 //!   by KV head over the engine's threads where it splits so.
 //! * **Prefill** is a roofline per chunk: the engine runs the prompt in
 //!   chunks of `n` tokens (`engine.prefill-chunk`; default the whole prompt

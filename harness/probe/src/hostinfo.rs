@@ -83,7 +83,7 @@ pub fn read_bandwidth(bytes: usize, threads: usize, passes: usize) -> f64 {
 /// `bytes` of memory in the kind the weights live in (an anonymous mapping
 /// advised for huge pages, [`crate::kernels::WeightBuf`]), every word
 /// written non-zero so every page is really backed. With 4 KiB pages a
-/// 256 MiB buffer took 65536 page faults, about 0.2 s of every probe, and
+/// 256 MiB buffer took 65536 page faults, about 0.1 s of every probe, and
 /// measured a TLB the weights do not pay.
 fn filled(bytes: usize) -> crate::kernels::WeightBuf {
     let mut buf = crate::kernels::WeightBuf::zeroed(bytes);

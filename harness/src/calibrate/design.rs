@@ -111,7 +111,7 @@ const FIT: &[Row] = &[
     // Eight KV heads of 128, one query head each: the most KV read per
     // score (53 MB a token at 1024 + 128), so the fit can tell the KV cost
     // from the score cost; Qwen3-0.6B (two query heads per KV head of 128,
-    // 117 MB) lay beyond every fitted shape's KV before.
+    // 125 MB) lay beyond every fitted shape's KV before (40 MB at most).
     (12, 1024, 8, 8, 128, 2816, 32000),
     (16, 768, 12, 4, 64, 2048, 65536),
     (32, 640, 10, 2, 64, 1792, 65536),

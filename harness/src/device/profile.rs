@@ -283,9 +283,11 @@ pub struct ModelToml {
     /// that byte's transfer at the bandwidth (default: not modelled). A CPU
     /// engine converts every f16 key and value of the context and takes its
     /// dot products with the group of query heads sharing it, work that the
-    /// memory traffic does not hide: on the Zen 4 VM at one thread the
-    /// native engine read Qwen3-0.6B's 117 MB of KV per token at about
-    /// 8.5 GB/s, a third of the weights' rate. Per byte rather than per
+    /// memory traffic does not hide: on the Zen 4 VM at one thread
+    /// Qwen3-0.6B's decode grew by 13.9 ms a token from tg128 to 1024 +
+    /// 128, for 117 MB more KV (8.5 GB/s, a third of the weights' rate),
+    /// and the kernels alone read its whole 125 MB at 10-12 GB/s (the
+    /// `attention-*-streamed` bench). Per byte rather than per
     /// score: the conversion is done once for the whole group.
     #[serde(default)]
     pub kv_cost: Option<Fact<Duration>>,
