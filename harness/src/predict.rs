@@ -149,8 +149,12 @@ fn attention_scores(shape: &Shape, w: &Workload, dev: &DeviceModel) -> f64 {
 /// KV cache bytes decode attention reads per step at the mean context, on
 /// the critical path of its split over threads.
 fn attention_kv_bytes(shape: &Shape, w: &Workload, dev: &DeviceModel) -> f64 {
-    let kv = kv_bytes_per_position(shape, dev.kv_bits) as f64 * w.mean_decode_context();
-    kv * attention_imbalance(shape.kv_heads, dev.attention_threads)
+    kv_read_per_step(shape, w, dev) * attention_imbalance(shape.kv_heads, dev.attention_threads)
+}
+
+/// KV cache bytes one decode step reads at the mean context.
+fn kv_read_per_step(shape: &Shape, w: &Workload, dev: &DeviceModel) -> f64 {
+    kv_bytes_per_position(shape, dev.kv_bits) as f64 * w.mean_decode_context()
 }
 
 /// The critical path of decode attention split by KV head over `threads`,
@@ -164,8 +168,7 @@ pub fn attention_imbalance(kv_heads: u32, threads: Option<u32>) -> f64 {
 }
 
 fn decode_bytes_per_token(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> f64 {
-    let kv = kv_bytes_per_position(shape, dev.kv_bits) as f64;
-    acct.weight_bytes_per_token as f64 + kv * w.mean_decode_context()
+    acct.weight_bytes_per_token as f64 + kv_read_per_step(shape, w, dev)
 }
 
 /// Memory terms that do not depend on fitted parameters: weights + KV + scratch
@@ -277,9 +280,10 @@ fn point(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> P
     // A working set within the fitted cache size streams at the caches' rate.
     let eff_bw = p.efficiency_for(bytes_per_token) * dev.bandwidth;
     // Attention work grows with the context; engines whose attention kernel
-    // hides behind memory traffic leave it unmodelled (cost 0).
-    let attention_s =
-        attention_scores(shape, w, dev) * p.attention_cost + attention_kv_bytes(shape, w, dev) * p.kv_cost;
+    // hides behind memory traffic leave it unmodelled (cost 0). The terms
+    // are the ones calibration fits.
+    let t = decode_terms(shape, acct, dev, w);
+    let attention_s = t.attention_scores * p.attention_cost + t.kv_bytes * p.kv_cost;
     let decode_s = w.gen as f64 * (bytes_per_token / eff_bw + attention_s + step_fixed);
 
     let prompt = w.prompt as f64;

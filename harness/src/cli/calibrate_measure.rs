@@ -48,14 +48,14 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     // The prompt chunk of the engine measured, not the one the profile it
     // was made from assumed (the repository's host profile was measured
     // when the native engine ran prefill in chunks of 32; it now runs 128).
-    if let Some(c) = device.profile.engine.probe.prefill_chunk() {
+    let probe = device.profile.engine.probe;
+    if let Some(c) = probe.prefill_chunk() {
         doc["engine"]["prefill-chunk"] = toml_edit::value(i64::from(c));
     }
     // The engine's name: the build measured, not the one the profile it
     // was made from described (the repository's still names "AVX2 kernels").
-    let probe = device.profile.engine.probe;
     doc["engine"]["name"] = toml_edit::value(format!("{} ({})", probe.name(), probe.build()));
-    if device.profile.engine.probe.scores_per_thread() {
+    if probe.scores_per_thread() {
         doc["engine"]["attention-scratch"] = toml_edit::value("per-thread");
     }
     // A host's caches hold the smaller shapes whole: fit the cache term too;
