@@ -1,9 +1,9 @@
 //! Decode and prefill attention over an f16 KV cache, one KV head's query
 //! heads (grouped-query attention) in turn while that head's rows sit in L2.
-//! On AVX2 the key rows are converted inside the dot products and the value
-//! sum stays in registers across positions; a first version that converted
-//! each row to f32 and called `axpy` per query head spent 36% of a
-//! 1024-token run in attention.
+//! On AVX2 the key and value rows are converted inside the dot products and
+//! the weighted sums, each row read once, in order; a first version that
+//! converted each row to f32 and called `axpy` per query head spent 36% of
+//! a 1024-token run in attention.
 
 #[cfg(target_arch = "x86_64")]
 use super::x86;
@@ -125,14 +125,14 @@ pub(super) unsafe fn grouped(
             let n = (group - h).min(4);
             let (qh, sh) = (&q[h * dh..(h + n) * dh], &mut scores[h * len..(h + n) * len]);
             match (wide, n) {
-                (true, 4) => w512::scores::<4>(qh, dh, data, stride, offset, scale, len, sh),
-                (true, 3) => w512::scores::<3>(qh, dh, data, stride, offset, scale, len, sh),
-                (true, 2) => w512::scores::<2>(qh, dh, data, stride, offset, scale, len, sh),
-                (true, _) => w512::scores::<1>(qh, dh, data, stride, offset, scale, len, sh),
-                (false, 4) => w256::scores::<4>(qh, dh, data, stride, offset, scale, len, sh),
-                (false, 3) => w256::scores::<3>(qh, dh, data, stride, offset, scale, len, sh),
-                (false, 2) => w256::scores::<2>(qh, dh, data, stride, offset, scale, len, sh),
-                (false, _) => w256::scores::<1>(qh, dh, data, stride, offset, scale, len, sh),
+                (true, 4) => w512::scores::<4, 4>(qh, dh, data, stride, offset, scale, len, sh),
+                (true, 3) => w512::scores::<3, 4>(qh, dh, data, stride, offset, scale, len, sh),
+                (true, 2) => w512::scores::<2, 4>(qh, dh, data, stride, offset, scale, len, sh),
+                (true, _) => w512::scores::<1, 4>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, 4) => w256::scores::<4, 2>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, 3) => w256::scores::<3, 2>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, 2) => w256::scores::<2, 4>(qh, dh, data, stride, offset, scale, len, sh),
+                (false, _) => w256::scores::<1, 4>(qh, dh, data, stride, offset, scale, len, sh),
             }
             h += n;
         }
