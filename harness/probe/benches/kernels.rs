@@ -11,8 +11,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pocketbench_probe::kernels::{
-    attend, f32_to_f16, isa, matmul, quantize_q8, x8_choice, BlockQ8, KvRows, Pool, QMatrix, WeightType, BLOCK,
-    WEIGHT_TYPES,
+    attend, f32_to_f16, isa, matmul, quantize_q8, x8_choice, BlockQ8, HalfBuf, KvRows, Pool, QMatrix, WeightType,
+    BLOCK, WEIGHT_TYPES,
 };
 
 const COLS: usize = 3_584;
@@ -114,7 +114,9 @@ fn attention(c: &mut Criterion) {
 /// One decode token's attention over a whole model's KV cache, streamed
 /// from memory as at decode: Qwen3-0.6B's 28 layers x 8 KV heads of 128
 /// (two query heads each) at 1088 cached positions, the study's mean decode
-/// context; 125 MB of f16 keys and values, far past the L3.
+/// context; 125 MB of f16 keys and values, far past the L3, in memory
+/// advised for huge pages as the engine keeps it. Compare with one thread's
+/// read bandwidth (`pocketbench host-info`).
 fn attention_streamed(c: &mut Criterion) {
     const LEN: usize = 1088;
     let (layers, kv_heads, group, dh) = (28, 8, 2, 128);
@@ -124,7 +126,10 @@ fn attention_streamed(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("attention-{width}-bit-streamed"));
     g.throughput(Throughput::Bytes((layers * per_layer * 2) as u64));
     g.sample_size(20);
-    let cache: Vec<u16> = (0..layers * per_layer).map(|i| f32_to_f16(((i % 29) as f32 - 14.0) / 14.0)).collect();
+    let mut cache = HalfBuf::zeroed(layers * per_layer);
+    for (i, h) in cache.iter_mut().enumerate() {
+        *h = f32_to_f16(((i % 29) as f32 - 14.0) / 14.0);
+    }
     let q: Vec<f32> = (0..group * dh).map(|i| ((i % 11) as f32 - 5.0) / 50.0).collect();
     let (mut scores, mut row, mut out) = (vec![0f32; group * LEN], vec![0f32; dh], vec![0f32; group * dh]);
     g.bench_function("Qwen3-0.6B, one token at 1088 positions", |b| {

@@ -47,7 +47,7 @@ mod x86;
 use std::sync::OnceLock;
 
 pub use attention::{attend, KvRows};
-pub use buf::{transparent_huge_pages, Arena, WeightBuf};
+pub use buf::{transparent_huge_pages, Arena, HalfBuf, WeightBuf};
 pub use matmul::{argmax, for_each_chunk, matmul, span, Shares};
 pub use pool::Pool;
 pub use qmatrix::{QMatrix, WeightType, GROUP, WEIGHT_TYPES};

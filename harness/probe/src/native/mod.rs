@@ -11,7 +11,9 @@ mod load;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::kernels::{self, attend, f32_to_f16, for_each_chunk, matmul, quantize_q8, BlockQ8, KvRows, Pool, BLOCK};
+use crate::kernels::{
+    self, attend, f32_to_f16, for_each_chunk, matmul, quantize_q8, BlockQ8, HalfBuf, KvRows, Pool, BLOCK,
+};
 
 use load::Weights;
 pub use load::{weight_type, Arch, Config, LoadError, NATIVE_TYPES};
@@ -65,11 +67,12 @@ impl Scratch {
 pub struct NativeModel {
     w: Weights,
     pool: Pool,
-    /// Per layer: keys and values as f16 (as llama.cpp keeps them),
+    /// Per layer, keys then values as f16 (as llama.cpp keeps them),
     /// `kv_heads × context × head_dim` each: head-major, so attention
     /// streams one KV head's rows contiguously (position-major cost
-    /// Qwen3-0.6B, 8 KV heads of 128, a third of its 1024-token decode speed).
-    kv: Vec<(Vec<u16>, Vec<u16>)>,
+    /// Qwen3-0.6B, 8 KV heads of 128, a third of its 1024-token decode
+    /// speed). One buffer for all layers, advised for huge pages.
+    kv: HalfBuf,
     context: usize,
     /// `context × head_dim / 2` cosines, then as many sines.
     rope: (Vec<f32>, Vec<f32>),
@@ -90,7 +93,7 @@ impl NativeModel {
             }
         }
         let kvw = c.kv_heads * c.head_dim;
-        let kv = (0..c.layers).map(|_| (vec![0u16; context * kvw], vec![0u16; context * kvw])).collect();
+        let kv = HalfBuf::zeroed(c.layers * 2 * context * kvw);
         let half = c.head_dim / 2;
         let (mut cos, mut sin) = (Vec::with_capacity(context * half), Vec::with_capacity(context * half));
         for p in 0..context {
@@ -162,7 +165,9 @@ impl NativeModel {
         for (b, t) in tokens.iter().enumerate() {
             self.w.embed.dequantize_row(*t as usize, &mut s.x[b * d..(b + 1) * d]);
         }
-        for (layer, (kc, vc)) in self.w.layers.iter().zip(self.kv.iter_mut()) {
+        let kv_layer = 2 * self.context * kd;
+        for (layer, kv) in self.w.layers.iter().zip(self.kv.chunks_exact_mut(kv_layer)) {
+            let (kc, vc) = kv.split_at_mut(kv_layer / 2);
             // Attention block.
             rms_norm(&s.x[..n * d], &layer.attn_norm, c.eps, &mut s.xn[..n * d]);
             quantize_q8(&s.xn[..n * d], &mut s.xq[..n * d / BLOCK]);
