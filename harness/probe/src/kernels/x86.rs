@@ -307,7 +307,7 @@ pub(super) unsafe fn softmax(xs: &mut [f32]) {
     unsafe {
         let n = xs.len();
         // The maximum in four lanes of eight: a scalar fold is one
-        // dependent `maxss` an element, a fifth of a long decode's attention.
+        // dependent `maxss` an element, a serial chain over every score.
         let mut m = [_mm256_set1_ps(f32::NEG_INFINITY); 4];
         let mut i = 0;
         while i + 32 <= n {
