@@ -148,6 +148,36 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
         .assert()
         .success()
         .stdout(predicate::str::contains("outside the calibration: calibrated at 1 thread(s), measured at 2"));
+    // A check that measures again a job the profile was fitted to reports
+    // it as the machine's drift, not as a check of the model.
+    let check = d.path().join("check.toml");
+    std::fs::write(
+        &check,
+        "rounds = 1\n[[point]]\nmodel = { hidden = 128, layers = 1, heads = 4, kv-heads = 2, head-dim = 32, ffn = 256, vocab = 512, context = 256 }\n\
+         workloads = [{ prompt = 1, gen = 8 }]\n\
+         [[point]]\nmodel = { hidden = 128, layers = 4, heads = 4, kv-heads = 2, head-dim = 32, ffn = 256, vocab = 512, context = 256 }\n\
+         workloads = [{ prompt = 1, gen = 8 }]\n",
+    )
+    .unwrap();
+    let out = pb(d.path())
+        .args(["calibrate", "--device", "host", "--threads", "1", "--json", "--check"])
+        .arg(&check)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = v["drift"]["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{v:#}");
+    assert_eq!(
+        (jobs[0]["model"].as_str(), jobs[0]["workload"].as_str()),
+        (Some("L1-d128-h4/2-f256-v512-q4_0"), Some("1+8"))
+    );
+    let (then, now) = (jobs[0]["then"].as_f64().unwrap(), jobs[0]["now"].as_f64().unwrap());
+    assert!((jobs[0]["change"].as_f64().unwrap() - (now / then - 1.0)).abs() < 1e-12, "{v:#}");
+    // Only the new shape is checked against its prediction.
+    let residuals = v["residuals"].as_array().unwrap();
+    assert!(residuals.iter().all(|r| r["model"] == "L4-d128-h4/2-f256-v512-q4_0"), "{v:#}");
+    assert_eq!(v["drift"]["adjusted_decode"]["points"].as_u64(), Some(1), "{v:#}");
 }
 
 #[test]
@@ -355,4 +385,34 @@ fn calibrate_check_measures_held_out_shapes_and_predicts_them_as_predict_does() 
         .code(2)
         .stderr(predicate::str::contains("`calibrate --check` measures this machine"));
     pb(d.path()).args(["calibrate", "--device", "host", "--check", "--add", "x.json"]).assert().code(2);
+}
+
+#[test]
+fn rounds_overrides_the_designs_own_count_and_is_checked() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("check.toml");
+    std::fs::write(
+        &f,
+        "rounds = 2\n[[point]]\nmodel = { hidden = 128, layers = 2, heads = 4, kv-heads = 2, head-dim = 32, ffn = 256, vocab = 512, context = 256 }\n\
+         workloads = [{ prompt = 1, gen = 8 }]\n",
+    )
+    .unwrap();
+    let out = pb(d.path())
+        .args(["calibrate", "--device", "host", "--threads", "1", "--rounds", "3", "--json", "--check"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("1 jobs x 3 rounds"), "{stderr}");
+    assert!(stderr.contains("3 measurements"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["repeatability"]["jobs"].as_u64(), Some(1), "{v:#}");
+    // Zero rounds measure nothing; rounds belong to a measuring command.
+    pb(d.path())
+        .args(["calibrate", "--device", "host", "--rounds", "0", "--check"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--rounds"));
+    pb(d.path()).args(["calibrate", "--device", "host", "--rounds", "3"]).assert().code(2);
 }

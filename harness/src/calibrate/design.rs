@@ -146,6 +146,13 @@ const CHECK_PRESETS: &[&str] = &["mnn-pocket-0.3b", "qwen3-0.6b", "smollm2-135m"
 const CHECK: &[Row] =
     &[(22, 704, 11, 1, 64, 1920, 81920), (12, 896, 14, 2, 64, 2432, 100352), (26, 512, 8, 2, 64, 1408, 65536)];
 
+/// Shapes of [`FIT`] the built-in check measures again: both designs fit
+/// them at tg128 and 1024 + 128, so their decode now against the profile's
+/// says how far the machine itself has moved since it was calibrated
+/// ([`super::drift`]). A mid-sized and a large vocabulary, 92 and 191 MB
+/// read a token.
+const ANCHORS: &[usize] = &[5, 9];
+
 /// The quick design fits every shape of [`FIT`] (seven of them left the fit
 /// too loose to predict decode within 10%) at fewer workloads, and holds
 /// out these of [`HELD`].
@@ -193,14 +200,21 @@ impl Design {
 
     /// The built-in check of a calibration: six shapes of none of the
     /// designs' fitted lists at tg128 and 1024 + 128, every one held out,
-    /// three rounds.
+    /// and two the designs fit, to tell the machine's drift; three rounds.
     pub fn check_built_in() -> Design {
         let presets = CHECK_PRESETS.iter().map(|n| crate::arch::presets::preset(n).expect("a built-in preset").shape);
         let points = presets
             .chain(CHECK.iter().map(shape))
+            .chain(ANCHORS.iter().map(|&i| shape(&FIT[i])))
             .map(|shape| DesignPoint { shape, workloads: workloads(&[TG128, STUDY]), holdout: true })
             .collect();
         Design { name: "check".into(), rounds: 3, points }
+    }
+
+    /// The design measured in `rounds` rounds where given (`calibrate
+    /// --rounds`), else in its own.
+    pub fn with_rounds(self, rounds: Option<u32>) -> Design {
+        Design { rounds: rounds.unwrap_or(self.rounds), ..self }
     }
 
     /// The design with every point held out: a check measures without fitting.
@@ -316,20 +330,36 @@ mod tests {
     }
 
     #[test]
-    fn the_built_in_check_measures_shapes_no_design_fits() {
+    fn the_built_in_check_measures_six_shapes_no_design_fits_and_two_both_fit() {
         let check = Design::check_built_in();
-        assert_eq!(check.points.len(), 6);
-        let fitted: Vec<String> = [true, false]
-            .iter()
-            .flat_map(|&q| Design::built_in(q).points.into_iter().filter(|p| !p.holdout).map(|p| p.shape.id()))
-            .collect();
+        assert_eq!(check.points.len(), 8);
+        let fitted = |quick| -> Vec<(String, Vec<Workload>)> {
+            Design::built_in(quick)
+                .points
+                .into_iter()
+                .filter(|p| !p.holdout)
+                .map(|p| (p.shape.id(), p.workloads))
+                .collect()
+        };
+        let (quick, full) = (fitted(true), fitted(false));
+        let (anchors, checked): (Vec<_>, Vec<_>) =
+            check.points.iter().partition(|p| quick.iter().any(|(id, _)| *id == p.shape.id()));
+        assert_eq!((anchors.len(), checked.len()), (2, 6));
+        // The anchors are fitted by both designs at every workload the check measures.
+        for p in &anchors {
+            for design in [&quick, &full] {
+                let (_, ws) = design.iter().find(|(id, _)| *id == p.shape.id()).unwrap();
+                assert!(p.workloads.iter().all(|w| ws.contains(w)), "{}", p.shape);
+            }
+        }
         for p in &check.points {
-            assert!(p.holdout && !fitted.contains(&p.shape.id()), "{}", p.shape);
+            assert!(p.holdout);
+            assert!(anchors.iter().any(|a| a.shape == p.shape) || !full.iter().any(|(id, _)| *id == p.shape.id()));
             p.shape.validate().unwrap();
             assert!(p.workloads.iter().all(|w| w.context <= p.shape.context));
         }
-        assert!(check.points.iter().any(|p| p.shape.kv_heads == 1), "a single KV head");
-        assert!(check.points.iter().any(|p| !p.shape.qk_norm), "a Llama-style shape (no QK-norm)");
+        assert!(checked.iter().any(|p| p.shape.kv_heads == 1), "a single KV head");
+        assert!(checked.iter().any(|p| !p.shape.qk_norm), "a Llama-style shape (no QK-norm)");
     }
 
     #[test]

@@ -13,11 +13,13 @@
 //! puts fits and points into profile text.
 
 pub mod design;
+mod drift;
 mod residuals;
 pub mod session;
 mod write;
 
-pub use residuals::{accuracy, check, repeatability, residuals, Accuracy, Repeatability, Residual};
+pub use drift::{summarize as summarize_drift, Drift, DriftSummary};
+pub use residuals::{accuracy, check, repeatability, residuals, Accuracy, Checked, Repeatability, Residual};
 pub use write::{
     display_param, fitted_text, point_from_record, with_points, with_points_added, write_atomic, write_back,
     write_profile,

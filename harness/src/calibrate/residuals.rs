@@ -70,19 +70,32 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
 
 /// A check of `device`'s profile as it stands: the decode, prefill and
 /// peak-memory residuals of `points` (measurements of shapes it was not
-/// fitted to) under its stored parameters, the model `predict` uses.
-/// Nothing is fitted or written.
-pub fn check(device: &Device, points: &[crate::device::PointToml]) -> Result<Vec<Residual>, crate::Error> {
+/// fitted to) under its stored parameters, the model `predict` uses, and
+/// the drift of those of `points` that re-measure a job it was fitted to
+/// ([`super::drift`]), which are no check of the model. Nothing is fitted
+/// or written.
+pub fn check(device: &Device, points: &[crate::device::PointToml]) -> Result<Checked, crate::Error> {
     let origin = device.origin.to_string();
     let text = crate::device::home::text_of(&device.origin).map_err(|e| crate::Error::io(Path::new(&origin), e))?;
     let text =
         with_points(&text, points).map_err(|e| CalibrationError::Write { path: origin, message: e.to_string() })?;
     let with = crate::device::parse(device.origin.clone(), &text)?;
     let first = device.profile.calibration.len();
-    Ok(residuals(&with, &device.model)
+    let (drifts, checked) = super::drift::split(device, &with, first);
+    let residuals = residuals(&with, &device.model)
         .into_iter()
-        .filter(|r| r.point >= first && matches!(r.metric, "decode" | "prefill" | "peak-memory"))
-        .collect())
+        .filter(|r| checked.contains(&r.point) && matches!(r.metric, "decode" | "prefill" | "peak-memory"))
+        .collect();
+    Ok(Checked { residuals, drifts })
+}
+
+/// What [`check`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// The residuals of the points the profile was not fitted to.
+    pub residuals: Vec<Residual>,
+    /// The jobs it was fitted to, measured again.
+    pub drifts: Vec<super::drift::Drift>,
 }
 
 /// How many of `residuals` of `metric` lie within `tolerance` (a fraction),
@@ -132,16 +145,24 @@ pub struct Repeatability {
     pub median_spread: f64,
     /// Largest (fastest - slowest) / fastest.
     pub worst_spread: f64,
+    /// Of them, jobs whose fastest odd round and fastest even round lie
+    /// within the tolerance of each other
+    /// ([`super::session::halves`]): the share of its own jobs the machine
+    /// reproduces within the tolerance from half the rounds, a ceiling a
+    /// check of as many rounds is unlikely to beat.
+    pub halves_agree: usize,
 }
 
-/// The [`Repeatability`] of `spreads` against `tolerance`; `None` with no
+/// The [`Repeatability`] of `spreads` and `halves` (the same jobs'
+/// [`super::session::Measured`] figures) against `tolerance`; `None` with no
 /// job measured twice.
-pub fn repeatability(spreads: &[f64], tolerance: f64) -> Option<Repeatability> {
+pub fn repeatability(spreads: &[f64], halves: &[f64], tolerance: f64) -> Option<Repeatability> {
     (!spreads.is_empty()).then(|| Repeatability {
         jobs: spreads.len(),
         tolerance,
         wider: spreads.iter().filter(|s| **s > tolerance).count(),
         median_spread: crate::stats::median(spreads),
         worst_spread: spreads.iter().copied().fold(0.0, f64::max),
+        halves_agree: halves.iter().filter(|h| **h <= tolerance).count(),
     })
 }

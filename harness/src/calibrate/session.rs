@@ -96,6 +96,10 @@ pub struct Measured {
     /// machine's own repeatability, which bounds how closely any
     /// prediction can be shown to match it.
     pub decode_spreads: Vec<f64>,
+    /// The same jobs: how far the fastest of their odd rounds and the
+    /// fastest of their even rounds lie apart ([`halves`]), two estimates
+    /// of the point made from rounds interleaved in time.
+    pub decode_halves: Vec<f64>,
 }
 
 /// (fastest - slowest) / fastest of `speeds`; `None` for fewer than two.
@@ -103,6 +107,17 @@ pub fn spread(speeds: &[f64]) -> Option<f64> {
     let fastest = speeds.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let slowest = speeds.iter().copied().fold(f64::INFINITY, f64::min);
     (speeds.len() >= 2 && fastest > 0.0).then(|| (fastest - slowest) / fastest)
+}
+
+/// How far apart two estimates of one job lie: the fastest of its odd
+/// rounds and the fastest of its even rounds (`speeds` in round order),
+/// as larger / smaller - 1; `None` for fewer than two. Where these two
+/// disagree by more than a tolerance, a check of that job against any
+/// prediction cannot be shown to be within it.
+pub fn halves(speeds: &[f64]) -> Option<f64> {
+    let fastest = |parity| speeds.iter().skip(parity).step_by(2).copied().fold(f64::NEG_INFINITY, f64::max);
+    let (a, b) = (fastest(0), fastest(1));
+    (speeds.len() >= 2 && a > 0.0 && b > 0.0).then(|| a.max(b) / a.min(b) - 1.0)
 }
 
 /// One line of the cache.
@@ -217,7 +232,8 @@ pub fn measure(
             done.insert((k.clone(), round), rec);
         }
     }
-    let mut out = Measured { points: Vec::new(), missing: Vec::new(), decode_spreads: Vec::new() };
+    let mut out =
+        Measured { points: Vec::new(), missing: Vec::new(), decode_spreads: Vec::new(), decode_halves: Vec::new() };
     for ((i, job), k) in jobs.iter().zip(&keys) {
         let recs: Vec<&Record> = (1..=design.rounds).filter_map(|r| done.get(&(k.clone(), r))).collect();
         if recs.is_empty() {
@@ -225,7 +241,9 @@ pub fn measure(
             out.missing.push((job.shape.to_string(), job.workload, why));
             continue;
         }
-        out.decode_spreads.extend(spread(&recs.iter().map(|r| r.decode_tok_s).collect::<Vec<_>>()));
+        let speeds: Vec<f64> = recs.iter().map(|r| r.decode_tok_s).collect();
+        out.decode_spreads.extend(spread(&speeds));
+        out.decode_halves.extend(halves(&speeds));
         out.points.push(point(&design.name, &job.shape, &recs, design.points[*i].holdout));
     }
     Ok(out)
@@ -277,5 +295,13 @@ mod tests {
         assert_eq!(spread(&[200.0, 200.0]), Some(0.0));
         assert_eq!(spread(&[300.0]), None);
         assert_eq!(spread(&[]), None);
+    }
+
+    #[test]
+    fn halves_compare_the_fastest_odd_round_with_the_fastest_even_round() {
+        // Rounds 1 and 3 (300, 280) against rounds 2 and 4 (150, 250).
+        assert!((halves(&[300.0, 150.0, 280.0, 250.0]).unwrap() - 0.2).abs() < 1e-12);
+        assert!((halves(&[250.0, 300.0]).unwrap() - 0.2).abs() < 1e-12);
+        assert_eq!(halves(&[300.0]), None);
     }
 }

@@ -134,10 +134,12 @@ fn the_cache_share_falls_linearly_from_the_cache_size_to_twice_it() {
 
 #[test]
 fn repeatability_counts_the_jobs_whose_rounds_spread_wider_than_the_tolerance() {
-    let r = repeatability(&[0.05, 0.2, 0.12], 0.10).unwrap();
+    let r = repeatability(&[0.05, 0.2, 0.12], &[0.04, 0.11, 0.1], 0.10).unwrap();
     assert_eq!((r.jobs, r.wider, r.tolerance), (3, 2, 0.10));
     assert_eq!((r.median_spread, r.worst_spread), (0.12, 0.2));
+    // Halves within the tolerance, the boundary included.
+    assert_eq!(r.halves_agree, 2);
     // A spread equal to the tolerance is within it, as an error equal to it is.
-    assert_eq!(repeatability(&[0.10], 0.10).unwrap().wider, 0);
-    assert_eq!(repeatability(&[], 0.10), None);
+    assert_eq!(repeatability(&[0.10], &[0.10], 0.10).unwrap().wider, 0);
+    assert_eq!(repeatability(&[], &[], 0.10), None);
 }

@@ -4,13 +4,17 @@
 //! repetition each, cached so a killed check resumes), then predicted from
 //! the profile exactly as `predict` would; every error is printed, and how
 //! many lie within the issue's figures: 10% of measured decode and 15% of
-//! measured peak memory. Nothing is fitted or written.
+//! measured peak memory. Jobs the profile was fitted to, measured again
+//! (the built-in check has four), say how far the machine itself has
+//! moved since. Nothing is fitted or written.
 
 use std::path::Path;
 use std::time::Instant;
 
 use pocketbench::calibrate::design::Design;
-use pocketbench::calibrate::{accuracy, check, repeatability, Accuracy, Repeatability, Residual};
+use pocketbench::calibrate::{
+    accuracy, check, repeatability, summarize_drift, Accuracy, DriftSummary, Repeatability, Residual,
+};
 use pocketbench::device::Devices;
 
 use super::calibrate_cmd::{print_repeatability, print_residuals, CalibrateArgs};
@@ -32,6 +36,8 @@ struct CheckJson<'a> {
     accuracy: Vec<Accuracy>,
     /// How far each job's own decode rounds lay apart (absent with one round).
     repeatability: Option<Repeatability>,
+    /// Jobs the profile was fitted to, measured again (absent without any).
+    drift: Option<DriftSummary>,
 }
 
 /// Run `calibrate --check`.
@@ -43,7 +49,8 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
     let design = match file {
         Some(f) => Design::check_file(f).map_err(|e| Usage(e.to_string()))?,
         None => Design::check_built_in(),
-    };
+    }
+    .with_rounds(a.rounds);
     // `measure_design` builds (so checks) every job before it measures one.
     let settings = settings(a.threads)?;
     let label = device.calibration_label();
@@ -62,7 +69,8 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
     if measured.points.is_empty() {
         return Err(Harness("every measurement of the check failed; there is nothing to compare".into()).into());
     }
-    let residuals = check(device, &measured.points)?;
+    let checked = check(device, &measured.points)?;
+    let residuals = checked.residuals;
     // The check is done: its cache must not leak into the next one.
     let _ = std::fs::remove_file(&cache);
     // Prefill has no figure of its own in the issue; it is counted at decode's.
@@ -71,7 +79,8 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
             .into_iter()
             .filter_map(|(metric, tolerance)| accuracy(&residuals, metric, tolerance))
             .collect();
-    let repeat = repeatability(&measured.decode_spreads, DECODE_TOLERANCE);
+    let repeat = repeatability(&measured.decode_spreads, &measured.decode_halves, DECODE_TOLERANCE);
+    let drift = summarize_drift(checked.drifts, &residuals, DECODE_TOLERANCE);
     if a.json {
         let out = CheckJson {
             device: id,
@@ -80,6 +89,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
             residuals: &residuals,
             accuracy: summary,
             repeatability: repeat,
+            drift,
         };
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(Code::Ok);
@@ -100,6 +110,44 @@ pub fn run(a: &CalibrateArgs, devices: &Devices, file: Option<&Path>) -> anyhow:
     if let Some(r) = &repeat {
         print_repeatability(r)?;
     }
+    if let Some(d) = &drift {
+        print_drift(d)?;
+    }
     outln!("  took {:.0} s; nothing was written", started.elapsed().as_secs_f64());
     Ok(Code::Ok)
+}
+
+/// Print how far the machine moved since its calibration, and the decode
+/// accuracy had it not.
+fn print_drift(d: &DriftSummary) -> std::io::Result<()> {
+    let lo = d.jobs.iter().map(|j| j.change).fold(f64::INFINITY, f64::min);
+    let hi = d.jobs.iter().map(|j| j.change).fold(f64::NEG_INFINITY, f64::max);
+    outln!(
+        "  this machine since its calibration: {} job(s) the profile was fitted to, measured again, decode now against then: median {:+.1}% ({:+.1}% to {:+.1}%)",
+        d.jobs.len(),
+        d.median_change * 100.0,
+        lo * 100.0,
+        hi * 100.0
+    );
+    for j in &d.jobs {
+        outln!(
+            "    {} at {}: {:.1} tok/s then, {:.1} now ({:+.1}%)",
+            j.model,
+            j.workload,
+            j.then,
+            j.now,
+            j.change * 100.0
+        );
+    }
+    if let Some(a) = &d.adjusted_decode {
+        outln!(
+            "  decode with each prediction moved by that median (a diagnostic, not the accuracy): {} of {} within {:.0}%, mean |error| {:.1}%, worst {:.1}%",
+            a.within,
+            a.points,
+            a.tolerance * 100.0,
+            a.mean_abs_error * 100.0,
+            a.worst_abs_error * 100.0
+        );
+    }
+    Ok(())
 }

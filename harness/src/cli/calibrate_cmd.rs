@@ -41,8 +41,8 @@ pub struct CalibrateArgs {
     /// own profile (see `devices`).
     #[arg(long, requires = "device", conflicts_with = "add")]
     pub measure: bool,
-    /// With --measure: the smaller built-in design (the 14 fitted shapes at
-    /// two workloads, 3 held out, three rounds; about 2 minutes on 2 cores,
+    /// With --measure: the smaller built-in design (the 15 fitted shapes at
+    /// two workloads, 3 held out, two rounds; about 2 minutes on 2 cores,
     /// against under 10 for the full one).
     #[arg(long, requires = "measure")]
     pub quick: bool,
@@ -55,6 +55,14 @@ pub struct CalibrateArgs {
     /// --check: threads to measure at.
     #[arg(long, value_name = "N", requires = "measuring")]
     pub threads: Option<u32>,
+    /// With --measure or --check: measure every job this many times, in
+    /// round-robin rounds, instead of the design's own count (quick 2, full
+    /// 3, check 3). A point is its fastest round, so on a host whose speed
+    /// drifts more rounds find its undisturbed speed more surely, at the
+    /// cost of time; a check compares best with a calibration measured in
+    /// as many rounds.
+    #[arg(long, value_name = "N", requires = "measuring", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: Option<u32>,
     /// With --measure or --check: forget the measurements an unfinished
     /// run of it cached, and measure everything again.
     #[arg(long, requires = "measuring")]
@@ -189,12 +197,15 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
 /// beside the tolerance the errors are counted against.
 pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> std::io::Result<()> {
     outln!(
-        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%",
+        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%; the fastest of its odd and of its even rounds agreed within {:.0}% for {} of {}",
         r.median_spread * 100.0,
         r.worst_spread * 100.0,
         r.wider,
         r.jobs,
-        r.tolerance * 100.0
+        r.tolerance * 100.0,
+        r.tolerance * 100.0,
+        r.halves_agree,
+        r.jobs
     );
     Ok(())
 }

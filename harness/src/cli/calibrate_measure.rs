@@ -29,7 +29,8 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     let design = match &a.design {
         Some(f) => Design::from_file(f).map_err(|e| Usage(e.to_string()))?,
         None => Design::built_in(a.quick),
-    };
+    }
+    .with_rounds(a.rounds);
     let settings = settings(a.threads)?;
     let buffer_mib = a.buffer_mib.unwrap_or(if a.quick { 256 } else { 1024 });
     if buffer_mib < 64 {
@@ -136,7 +137,9 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     } else {
         print_fit(&fitted, &cal, &note)?;
         let tolerance = super::calibrate_check::DECODE_TOLERANCE;
-        if let Some(r) = pocketbench::calibrate::repeatability(&measured.decode_spreads, tolerance) {
+        if let Some(r) =
+            pocketbench::calibrate::repeatability(&measured.decode_spreads, &measured.decode_halves, tolerance)
+        {
             super::calibrate_cmd::print_repeatability(&r)?;
         }
         outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", started.elapsed().as_secs_f64());
