@@ -33,6 +33,12 @@
 //!   causal term that grows with the prompt; the output projection only for
 //!   the last position) against one read of the weights and the cache. A long
 //!   prompt is compute-bound, a short one (or small chunks) memory-bound.
+//!   Engines whose prefill attention runs below their matmuls' rate add
+//!   `Fa_j·pa` to the compute branch (`Fa_j` the chunk's attention FLOPs,
+//!   `pa` = `model.prefill-attention-cost`): with one efficiency for both,
+//!   fits on the Zen 4 VM predicted narrow shapes' 1024-token prefill (a
+//!   quarter of it attention) 25-76% too fast and held-out shapes up to 36%;
+//!   with `pa`, within 10.5%.
 //!   Time to first token = `t_prefill` (the first token is the argmax of the
 //!   prefill's last logits).
 //! * **Peak memory increase** = resident weights + KV cache for the workload's
@@ -196,6 +202,8 @@ pub struct PrefillTime {
     pub total_s: f64,
     /// FLOPs of the chunks that are compute-bound.
     pub compute_bound_flops: f64,
+    /// Of them, attention's (scores and values over the cached positions).
+    pub compute_bound_attention_flops: f64,
     /// Seconds of the chunks that are memory-bound (transfer only).
     pub memory_bound_s: f64,
     /// Fixed cost: chunks x (L·cl + c0).
@@ -212,20 +220,31 @@ pub fn prefill_time(shape: &Shape, acct: &Accounting, dev: &DeviceModel, prompt:
     let kv = kv_bytes_per_position(shape, dev.kv_bits) as f64;
     let per_position = attention_flops_per_position(shape);
     let weights = acct.weight_bytes_per_token as f64;
-    let (mut out, mut start) =
-        (PrefillTime { total_s: 0.0, compute_bound_flops: 0.0, memory_bound_s: 0.0, fixed_s: 0.0, chunks: 0 }, 0u32);
+    let (mut out, mut start) = (
+        PrefillTime {
+            total_s: 0.0,
+            compute_bound_flops: 0.0,
+            compute_bound_attention_flops: 0.0,
+            memory_bound_s: 0.0,
+            fixed_s: 0.0,
+            chunks: 0,
+        },
+        0u32,
+    );
     while start < prompt {
         let n = chunk.min(prompt - start);
         let (nf, sf) = (n as f64, start as f64);
         let last = start + n == prompt;
+        let attention = per_position * (nf * sf + nf * (nf + 1.0) / 2.0);
         let flops = 2.0 * nf * acct.layer_matmul_params as f64
             + if last { 2.0 * acct.output_params as f64 } else { 0.0 }
-            + per_position * (nf * sf + nf * (nf + 1.0) / 2.0);
+            + attention;
         let bytes = weights + kv * (sf + nf);
-        let compute_s = flops / (p.compute_efficiency * dev.compute);
+        let compute_s = flops / (p.compute_efficiency * dev.compute) + attention * p.prefill_attention_cost;
         let transfer_s = bytes / (p.efficiency_for(bytes) * dev.bandwidth);
         if compute_s >= transfer_s {
             out.compute_bound_flops += flops;
+            out.compute_bound_attention_flops += attention;
         } else {
             out.memory_bound_s += transfer_s;
         }
@@ -339,6 +358,7 @@ mod tests {
                 embedding_extra: 0.0,
                 attention_cost: 0.0,
                 kv_cost: 0.0,
+                prefill_attention_cost: 0.0,
                 weight_extra: 0.0,
                 cache_size: 0.0,
                 cache_efficiency: 0.0,

@@ -125,7 +125,7 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
     assert!(text.contains("attention-scratch = \"per-thread\""), "{text}");
     // The engine named by the build measured, and the KV cost fitted.
     assert!(text.contains("name = \"candle (pocketbench native engine source "), "{text}");
-    assert!(text.contains("\"kv-cost\"]"), "{text}");
+    assert!(text.contains("\"kv-cost\", \"prefill-attention-cost\"]"), "{text}");
     assert_eq!(std::fs::read(root().join("devices/host.toml")).unwrap(), repo_profile);
     pb(d.path())
         .arg("devices")

@@ -166,7 +166,7 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     let prefill = |pt: &CalPoint, m: &DeviceModel| {
         let t = prefill_time(&pt.shape, &pt.shape.accounting(), m, pt.workload.prompt);
         Some(Obs {
-            coef: vec![t.compute_bound_flops / m.compute],
+            coef: vec![t.compute_bound_flops / m.compute, t.compute_bound_attention_flops],
             offset: t.memory_bound_s + t.fixed_s,
             target: pt.workload.prompt as f64 / pt.prefill_tok_s?,
         })
@@ -201,7 +201,10 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
         },
         Stage {
             metric: "prefill",
-            terms: vec![term(FreeParam::ComputeEfficiency, (1.0, 1000.0), true)],
+            terms: vec![
+                term(FreeParam::ComputeEfficiency, (1.0, 1000.0), true),
+                term(FreeParam::PrefillAttentionCost, (0.0, 1e-9), false),
+            ],
             obs: &prefill,
             rounds: 8,
         },

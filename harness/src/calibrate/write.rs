@@ -14,9 +14,11 @@ pub fn display_param(p: FreeParam, v: f64) -> String {
         | FreeParam::ComputeEfficiency
         | FreeParam::WeightExtra
         | FreeParam::CacheEfficiency => Fraction(v).to_string(),
-        FreeParam::LayerCost | FreeParam::TokenCost | FreeParam::AttentionCost | FreeParam::KvCost => {
-            Duration(v).to_string()
-        }
+        FreeParam::LayerCost
+        | FreeParam::TokenCost
+        | FreeParam::AttentionCost
+        | FreeParam::KvCost
+        | FreeParam::PrefillAttentionCost => Duration(v).to_string(),
         FreeParam::EngineOverhead | FreeParam::CacheSize => ByteSize(v).to_string(),
         FreeParam::ActivePower => Power(v).to_string(),
         FreeParam::EmbeddingExtra => crate::units::BytesPerParam(v).to_string(),

@@ -60,9 +60,11 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         doc["engine"]["attention-scratch"] = toml_edit::value("per-thread");
     }
     // A host's caches hold the smaller shapes whole: fit the cache term too;
-    // and a CPU's attention reads the KV cache slower than its bandwidth.
+    // a CPU's attention reads the KV cache slower than its bandwidth, and
+    // its prefill attention runs slower than its matmuls.
     if let Some(fit) = doc["model"]["fit"].as_array_mut() {
-        for p in [FreeParam::CacheSize, FreeParam::CacheEfficiency, FreeParam::KvCost] {
+        for p in [FreeParam::CacheSize, FreeParam::CacheEfficiency, FreeParam::KvCost, FreeParam::PrefillAttentionCost]
+        {
             if !fit.iter().any(|v| v.as_str() == Some(p.key())) {
                 fit.push(p.key());
             }

@@ -45,6 +45,9 @@ pub struct ModelParams {
     /// Seconds per byte of KV cache decode attention reads, beyond its
     /// transfer at the bandwidth; 0 = not modelled.
     pub kv_cost: f64,
+    /// Seconds per prefill attention FLOP beyond its share of the compute
+    /// rate; 0 = not modelled.
+    pub prefill_attention_cost: f64,
     /// Extra resident bytes per byte of layer weights.
     pub weight_extra: f64,
     /// Watts.
@@ -68,6 +71,7 @@ impl ModelParams {
             FreeParam::EmbeddingExtra => self.embedding_extra,
             FreeParam::AttentionCost => self.attention_cost,
             FreeParam::KvCost => self.kv_cost,
+            FreeParam::PrefillAttentionCost => self.prefill_attention_cost,
             FreeParam::WeightExtra => self.weight_extra,
             FreeParam::ActivePower => self.active_power,
             FreeParam::CacheSize => self.cache_size,
@@ -86,6 +90,7 @@ impl ModelParams {
             FreeParam::EmbeddingExtra => self.embedding_extra = v,
             FreeParam::AttentionCost => self.attention_cost = v,
             FreeParam::KvCost => self.kv_cost = v,
+            FreeParam::PrefillAttentionCost => self.prefill_attention_cost = v,
             FreeParam::WeightExtra => self.weight_extra = v,
             FreeParam::ActivePower => self.active_power = v,
             FreeParam::CacheSize => self.cache_size = v,
@@ -324,6 +329,7 @@ impl Device {
             embedding_extra: m.embedding_extra.as_ref().map_or(0.0, |f| f.value.0),
             attention_cost: m.attention_cost.as_ref().map_or(0.0, |f| f.value.0),
             kv_cost: m.kv_cost.as_ref().map_or(0.0, |f| f.value.0),
+            prefill_attention_cost: m.prefill_attention_cost.as_ref().map_or(0.0, |f| f.value.0),
             weight_extra: m.weight_extra.as_ref().map_or(0.0, |f| f.value.0),
             active_power: m.active_power.value.0,
             cache_size: m.cache_size.as_ref().map_or(0.0, |f| f.value.0),
@@ -344,6 +350,7 @@ impl Device {
             ("model.embedding-extra", params.embedding_extra),
             ("model.attention-cost", params.attention_cost),
             ("model.kv-cost", params.kv_cost),
+            ("model.prefill-attention-cost", params.prefill_attention_cost),
             ("model.weight-extra", params.weight_extra),
             ("model.cache-size", params.cache_size),
             ("model.cache-efficiency", params.cache_efficiency),
@@ -533,9 +540,10 @@ fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
 /// that are not fitted. A fit is stale when any of them changed since (for
 /// instance `host-info` rewriting the bandwidth fact).
 fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
-    // The cache parameters and the KV cost came later: left out while
-    // unset, so the digests of profiles written before them still hold.
-    let later = [FreeParam::CacheSize, FreeParam::CacheEfficiency, FreeParam::KvCost];
+    // The cache parameters and the two attention costs came later: left
+    // out while unset, so the digests of profiles written before them
+    // still hold.
+    let later = [FreeParam::CacheSize, FreeParam::CacheEfficiency, FreeParam::KvCost, FreeParam::PrefillAttentionCost];
     let fixed: Vec<(&str, f64)> = FreeParam::ALL
         .iter()
         .filter(|p| !fit.contains(p))

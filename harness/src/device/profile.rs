@@ -291,6 +291,15 @@ pub struct ModelToml {
     /// score: the conversion is done once for the whole group.
     #[serde(default)]
     pub kv_cost: Option<Fact<Duration>>,
+    /// Time per prefill attention FLOP on top of its share of the compute
+    /// rate (default: not modelled, attention FLOPs run at the matmuls'
+    /// rate). A CPU engine's prefill attention (f16 keys and values, a
+    /// softmax per row) runs far below its int8 matmuls: on the Zen 4 VM
+    /// fits without it predicted narrow shapes' 1024-token prefill 25-76%
+    /// too fast, where attention is a quarter of the FLOPs, and wide ones
+    /// within 10%.
+    #[serde(default)]
+    pub prefill_attention_cost: Option<Fact<Duration>>,
     /// Decode working sets (weights and KV read per token) up to this size
     /// are served from the CPU's caches at [`ModelToml::cache_efficiency`],
     /// and a share falling linearly to none of those up to twice it
@@ -328,6 +337,7 @@ impl ModelToml {
             r(FreeParam::EmbeddingExtra, self.embedding_extra.as_ref()),
             r(FreeParam::AttentionCost, self.attention_cost.as_ref()),
             r(FreeParam::KvCost, self.kv_cost.as_ref()),
+            r(FreeParam::PrefillAttentionCost, self.prefill_attention_cost.as_ref()),
             r(FreeParam::WeightExtra, self.weight_extra.as_ref()),
             r(FreeParam::CacheSize, self.cache_size.as_ref()),
             r(FreeParam::CacheEfficiency, self.cache_efficiency.as_ref()),
@@ -360,6 +370,8 @@ pub enum FreeParam {
     AttentionCost,
     /// See [`ModelToml::kv_cost`].
     KvCost,
+    /// See [`ModelToml::prefill_attention_cost`].
+    PrefillAttentionCost,
     /// See [`ModelToml::weight_extra`].
     WeightExtra,
     /// See [`ModelToml::cache_size`].
@@ -370,7 +382,7 @@ pub enum FreeParam {
 
 impl FreeParam {
     /// Every parameter.
-    pub const ALL: [FreeParam; 12] = [
+    pub const ALL: [FreeParam; 13] = [
         FreeParam::BandwidthEfficiency,
         FreeParam::LayerCost,
         FreeParam::TokenCost,
@@ -383,6 +395,7 @@ impl FreeParam {
         FreeParam::CacheSize,
         FreeParam::CacheEfficiency,
         FreeParam::KvCost,
+        FreeParam::PrefillAttentionCost,
     ];
 
     /// The TOML key.
@@ -397,6 +410,7 @@ impl FreeParam {
             FreeParam::EmbeddingExtra => "embedding-extra",
             FreeParam::AttentionCost => "attention-cost",
             FreeParam::KvCost => "kv-cost",
+            FreeParam::PrefillAttentionCost => "prefill-attention-cost",
             FreeParam::WeightExtra => "weight-extra",
             FreeParam::CacheSize => "cache-size",
             FreeParam::CacheEfficiency => "cache-efficiency",
