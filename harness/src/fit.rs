@@ -67,9 +67,19 @@ pub fn fit(rows: &[Row], bounds: &[(f64, f64)]) -> Result<Fit, FitError> {
                 .zip(bounds)
                 .all(|(t, (lo, hi))| *t >= lo - 1e-12 * lo.abs().max(1.0) && *t <= hi + 1e-12 * hi.abs().max(1.0));
             if feasible {
+                // The tolerance above is absolute near 0, and parameters of
+                // a few picoseconds (the KV and prefill attention costs) lie
+                // within it: a solution a hair outside the box is put on
+                // its edge, so a fit never writes a value the profile
+                // refuses (a kv-cost of -0.0004 ns did).
+                let theta: Vec<f64> = theta.iter().zip(bounds).map(|(t, (lo, hi))| t.clamp(*lo, *hi)).collect();
                 let objective = objective(rows, &theta);
                 if best.as_ref().is_none_or(|b| objective < b.objective - 1e-15) {
-                    let at_bound = state.iter().map(|s| *s != 0).collect();
+                    let at_bound = state
+                        .iter()
+                        .zip(theta.iter().zip(bounds))
+                        .map(|(s, (t, (lo, hi)))| *s != 0 || t == lo || t == hi)
+                        .collect();
                     best = Some(Fit { theta, objective, at_bound });
                 }
             }
@@ -202,6 +212,16 @@ mod tests {
         let rows = vec![Row { x: vec![1.0], offset: 0.0, target: 2.0 }];
         let f = fit(&rows, &[(0.0, 1.5)]).unwrap();
         assert_eq!(f.theta, vec![1.5]);
+        assert_eq!(f.at_bound, vec![true]);
+    }
+
+    #[test]
+    fn a_solution_a_hair_outside_the_box_is_put_on_its_edge() {
+        // The data want a = -1e-13, inside the feasibility tolerance of the
+        // bound 0: the fit must not return a negative cost.
+        let rows = vec![Row { x: vec![1.0], offset: 1.0, target: 1.0 - 1e-13 }];
+        let f = fit(&rows, &[(0.0, 1e-8)]).unwrap();
+        assert_eq!(f.theta, vec![0.0]);
         assert_eq!(f.at_bound, vec![true]);
     }
 
