@@ -301,7 +301,10 @@ fn compute_above_fact(device: &Device, model: &DeviceModel) -> Vec<String> {
         let Some(rate) = pt.prefill_tok_s else { continue };
         let a = pt.shape.accounting();
         let t = prefill_time(&pt.shape, &a, model, pt.workload.prompt);
-        let busy = pt.workload.prompt as f64 / rate - t.fixed_s;
+        // The time the attention FLOPs take beyond the compute rate is no
+        // time of the compute fact's: left in, it would hide a fact too low.
+        let extra = t.compute_bound_attention_flops * model.params.prefill_attention_cost;
+        let busy = pt.workload.prompt as f64 / rate - t.fixed_s - extra;
         let flops = crate::arch::account::prefill_flops(&pt.shape, &a, pt.workload.prompt as f64);
         let implied = if busy > 0.0 { flops / busy } else { f64::INFINITY };
         if implied > model.compute {
