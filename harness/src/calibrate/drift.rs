@@ -44,18 +44,17 @@ pub struct DriftSummary {
     pub adjusted_decode: Option<Accuracy>,
 }
 
-/// The profile's fitted point of the same job as `new`, when the profile
-/// has one measured on the same machine, at the same threads, through the
-/// same engine build.
-fn fitted_twin<'a>(device: &'a Device, first: usize, new: &CalPoint) -> Option<&'a CalPoint> {
+/// The decode tok/s of the profile's fitted point of the same job as
+/// `new`, when the profile has one measured on the same machine, at the
+/// same threads, through the same engine build.
+fn fitted_twin(device: &Device, first: usize, new: &CalPoint) -> Option<f64> {
     let bare = |p: &CalPoint| crate::arch::Shape { context: 0, ..p.shape };
-    device.points.iter().take(first).find(|old| {
-        !old.holdout
-            && old.decode_tok_s.is_some()
-            && old.machine.is_some()
+    device.points.iter().take(first).filter(|old| !old.holdout).find_map(|old| {
+        let same = old.machine.is_some()
             && bare(old) == bare(new)
             && (old.workload.prompt, old.workload.gen) == (new.workload.prompt, new.workload.gen)
-            && (&old.machine, old.threads, &old.engine_build) == (&new.machine, new.threads, &new.engine_build)
+            && (&old.machine, old.threads, &old.engine_build) == (&new.machine, new.threads, &new.engine_build);
+        old.decode_tok_s.filter(|_| same)
     })
 }
 
@@ -66,8 +65,7 @@ pub(super) fn split(device: &Device, with: &Device, first: usize) -> (Vec<Drift>
     let (mut drifts, mut checked) = (Vec::new(), Vec::new());
     for new in with.points.iter().skip(first) {
         match (fitted_twin(device, first, new), new.decode_tok_s) {
-            (Some(old), Some(now)) => {
-                let then = old.decode_tok_s.unwrap_or(now);
+            (Some(then), Some(now)) => {
                 drifts.push(Drift {
                     model: new.label.clone(),
                     workload: format!("{}+{}", new.workload.prompt, new.workload.gen),
