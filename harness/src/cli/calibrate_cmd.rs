@@ -71,7 +71,9 @@ pub struct CalibrateArgs {
     /// fitted to: measure them (the built-in six at tg128 and 1024+128, or
     /// the points of a design FILE, every one held out), predict each from
     /// the profile, print every error and how many lie within 10% (decode)
-    /// and 15% (peak memory). Nothing is fitted or written.
+    /// and 15% (peak memory). Jobs the profile was fitted to (the built-in
+    /// check has two shapes of them) are reported as the machine's drift
+    /// since its calibration instead. Nothing is fitted or written.
     #[arg(long, value_name = "FILE", num_args = 0..=1, requires = "device", conflicts_with_all = ["add", "dry_run"])]
     pub check: Option<Option<std::path::PathBuf>>,
     /// With --measure: the bandwidth buffer in MiB (default 1024; 256 with --quick).
