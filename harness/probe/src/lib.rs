@@ -159,6 +159,9 @@ pub fn run(
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
     let engine = spec.engine;
     let mut energy = energy::Session::new(meter, energy_not_measured);
+    // The native engine's weight bytes in memory, and its 4-bit matrices
+    // with shared scales.
+    let mut held = None;
     let (mut reps, peak) = match spec.engine {
         EngineKind::Candle => {
             // No fallback: a file the native kernels do not run is refused,
@@ -171,6 +174,7 @@ pub fn run(
             let t = Instant::now();
             let mut m = load()?;
             let first = t.elapsed().as_secs_f64();
+            held = Some(m.weight_bytes());
             let mut reload = || {
                 let t = Instant::now();
                 drop(load()?);
@@ -253,6 +257,18 @@ pub fn run(
         }),
     )
     .chain(gguf::Storage::of(spec.shape.quant).ok().map(|st| ("weights".to_string(), st.describe(spec.shape.quant))))
+    .chain(held.map(|(bytes, shared)| {
+        let file = std::fs::metadata(&spec.model).map_or(String::new(), |m| format!(" (the file: {} bytes)", m.len()));
+        let how = if shared > 0 {
+            format!(
+                "; {shared} 4-bit matrices keep each group's scale{} once for the blocks the file repeats it in",
+                if gguf::ggml_dtype(spec.shape.quant).ok() == Some(GgmlDType::Q4_1) { " and minimum" } else { "" }
+            )
+        } else {
+            String::new()
+        };
+        ("weights_in_memory".to_string(), format!("{bytes} bytes of matrices held by the native engine{file}{how}"))
+    }))
     .collect();
     Ok(ProbeResult {
         schema: SCHEMA,

@@ -94,6 +94,15 @@ fn native_logits_match_candle_transformers() {
         let mut native = NativeModel::load(&path, threads, CHUNK + 16).unwrap();
         assert_eq!(native.config().vocab, 512);
         let case = format!("{quant} tied={tied} qk-norm={qk_norm}");
+        // A group-64 or group-128 file's 4-bit matrices keep each repeated
+        // scale once (every one of them: the tiny shape's rows are whole
+        // groups of eight); no other file shares scales.
+        let (bytes, shared) = native.weight_bytes();
+        let grouped = matches!(quant, Quant::Int { .. });
+        assert_eq!(shared > 0, grouped, "{case}: {shared} matrices share scales");
+        if grouped {
+            assert!((bytes as u64) < std::fs::metadata(&path).unwrap().len() * 95 / 100, "{case}: {bytes} bytes held");
+        }
 
         let want = reference.logits(&prompt, 0).unwrap().to_vec1::<f32>().unwrap();
         native.forward(&prompt, 0).unwrap();

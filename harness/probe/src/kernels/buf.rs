@@ -58,6 +58,8 @@ pub struct Arena {
     base: *mut u8,
     size: usize,
     next: usize,
+    /// Where the last buffer handed out starts.
+    last: usize,
 }
 
 impl Arena {
@@ -66,9 +68,9 @@ impl Arena {
         match (size >= HUGE).then(|| map_advised(size)).flatten() {
             Some(mut m) => {
                 let base = m.as_mut_ptr();
-                Arena { map: Some(Arc::new(m)), base, size, next: 0 }
+                Arena { map: Some(Arc::new(m)), base, size, next: 0, last: 0 }
             }
-            None => Arena { map: None, base: std::ptr::null_mut(), size: 0, next: 0 },
+            None => Arena { map: None, base: std::ptr::null_mut(), size: 0, next: 0, last: 0 },
         }
     }
 
@@ -77,18 +79,53 @@ impl Arena {
         let start = self.next.next_multiple_of(64);
         match (&self.map, start.checked_add(len)) {
             (Some(map), Some(end)) if end <= self.size && len > 0 => {
-                self.next = end;
+                (self.last, self.next) = (start, end);
                 // SAFETY: `start..end` lies inside the mapping (checked), and
-                // `next` only grows, so no two buffers overlap.
+                // every buffer handed out ends at or before `next` (`reclaim`
+                // moves it back only past bytes no buffer covers), so no two
+                // buffers overlap.
                 let ptr = unsafe { self.base.add(start) };
                 WeightBuf(Inner::Carved { _map: Arc::clone(map), ptr, len })
             }
             _ => WeightBuf::zeroed(len),
         }
     }
+
+    /// Take back the end of the last buffer handed out that `buf`, that
+    /// buffer after [`WeightBuf::truncate`], no longer covers, zeroed, so the
+    /// next buffer starts there (pages already touched are used again, not
+    /// left resident and idle). Any other buffer is left alone.
+    pub fn reclaim(&mut self, buf: &WeightBuf) {
+        if let Inner::Carved { ptr, len, .. } = buf.0 {
+            // SAFETY: `last` is inside the mapping (it started a buffer).
+            if self.map.is_some() && ptr == unsafe { self.base.add(self.last) } && self.last + len <= self.next {
+                // SAFETY: `last + len..next` was the end of the last buffer,
+                // which `buf`, now shorter, no longer covers: no buffer does.
+                unsafe { self.base.add(self.last + len).write_bytes(0, self.next - self.last - len) };
+                self.next = self.last + len;
+            }
+        }
+    }
 }
 
 impl WeightBuf {
+    /// Keep the first `len` bytes (no more than there are); a buffer of its
+    /// own mapping keeps the mapping whole.
+    pub fn truncate(&mut self, len: usize) {
+        let len = len.min(self.len());
+        match &mut self.0 {
+            Inner::Heap(v) => v.truncate(len),
+            Inner::Carved { len: l, .. } => *l = len,
+            Inner::Mapped(_) => {
+                let Inner::Mapped(mut m) = std::mem::replace(&mut self.0, Inner::Heap(Vec::new())) else {
+                    unreachable!("matched above")
+                };
+                let ptr = m.as_mut_ptr();
+                self.0 = Inner::Carved { _map: Arc::new(m), ptr, len };
+            }
+        }
+    }
+
     /// `len` zero bytes, mapped and advised for huge pages when `len` is at
     /// least 2 MiB (the heap if the mapping fails: the advice is a hint).
     pub fn zeroed(len: usize) -> WeightBuf {
@@ -235,6 +272,29 @@ impl fmt::Debug for WeightBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_truncated_last_buffer_gives_its_end_back_zeroed() {
+        let mut arena = Arena::new(8 << 20);
+        let mut a = arena.take(3 << 20);
+        a.fill(7);
+        a.truncate(1 << 20);
+        arena.reclaim(&a);
+        let b = arena.take(2 << 20);
+        // `b` starts where `a` now ends, on bytes `a` wrote: zeroed again.
+        assert_eq!(b.as_ptr(), a.as_ptr().wrapping_add(1 << 20));
+        assert!(b.iter().all(|v| *v == 0));
+        // An earlier buffer is not the last one: nothing moves.
+        let mut a = a;
+        a.truncate(10);
+        arena.reclaim(&a);
+        assert_eq!(arena.take(64).as_ptr(), b.as_ptr().wrapping_add(2 << 20));
+        // A buffer of its own mapping, and a heap one, truncate too.
+        let (mut m, mut h) = (WeightBuf::zeroed(4 << 20), WeightBuf::from(vec![1u8; 100]));
+        m.truncate(5);
+        h.truncate(3);
+        assert_eq!((m.len(), m.mapped(), h.len()), (5, true, 3));
+    }
 
     #[test]
     fn large_buffers_are_mapped_zeroed_and_writable_small_ones_are_not() {

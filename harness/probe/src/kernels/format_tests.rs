@@ -37,6 +37,42 @@ fn close(a: f32, b: f32, scale: f32) -> bool {
     (a - b).abs() <= 2e-4 * scale.max(1.0)
 }
 
+/// A random `rows × cols` matrix as an `int4 group=G` file stores it (Q4_0
+/// or Q4_1 blocks, each group's scale repeated: the writer's own
+/// [`crate::gguf::quantize_grouped`]): (bytes, candle's dequantized values
+/// of those bytes).
+fn grouped(kind: WeightType, group: usize, rows: usize, cols: usize, seed: u64) -> (Vec<u8>, Vec<f32>) {
+    let mut r = rand::rngs::StdRng::seed_from_u64(seed);
+    let v: Vec<f32> = (0..rows * cols).map(|i| r.random_range(-1.0f32..1.0) + 0.3 * ((i / cols) % 3) as f32).collect();
+    let bytes = crate::gguf::quantize_grouped(&v, ggml(kind), group);
+    let q = candle_core::quantized::ggml_file::qtensor_from_ggml(ggml(kind), &bytes, vec![rows, cols], &Device::Cpu)
+        .unwrap();
+    let back = q.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    (bytes, back)
+}
+
+/// One matrix in every interleaved layout that `cols` allows: Q4_0, Q4_1
+/// and Q4_K blocks, then Q4_0 and Q4_1 with groups of 64 and 128 (scales
+/// shared by two and four columns), named, with the values they hold.
+fn every_layout(rows: usize, cols: usize, seed: u64) -> Vec<(String, QMatrix, Vec<f32>)> {
+    let mut out = Vec::new();
+    for kind in [WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4K] {
+        if cols.is_multiple_of(kind.block_elems()) {
+            let (bytes, want) = quantized(kind, rows, cols, seed);
+            out.push((kind.name().to_string(), QMatrix::new(kind, rows, cols, bytes).unwrap(), want));
+        }
+        for group in [64, 128] {
+            if kind != WeightType::Q4K && cols.is_multiple_of(group) {
+                let (bytes, want) = grouped(kind, group, rows, cols, seed);
+                let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
+                assert_eq!(m.shared_scales(), group / BLOCK, "{} group={group}", kind.name());
+                out.push((format!("{} group={group}", kind.name()), m, want));
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn every_type_decodes_to_candles_values_after_repacking() {
     // 21 rows: two interleaved groups of eight and a row-major tail of five.
@@ -59,16 +95,62 @@ fn every_type_decodes_to_candles_values_after_repacking() {
 }
 
 #[test]
+fn a_grouped_file_keeps_each_scale_once_and_decodes_to_candles_values() {
+    // 21 rows: two interleaved groups and a row-major tail of five, which
+    // keeps the file's blocks.
+    let (rows, cols) = (21, 512);
+    for (name, m, want) in every_layout(rows, cols, 3) {
+        if m.kind != WeightType::Q4K {
+            // A group of eight rows: per `k` blocks the scales once
+            // (f16 `d`, and Q4_1's `m`), then 128 nibble bytes per block.
+            let (nb, k) = (cols / BLOCK, m.shared_scales());
+            let (bb, scales) = if m.kind == WeightType::Q4_1 { (20, 32) } else { (18, 16) };
+            let group = nb / k * (scales + 128 * k);
+            assert_eq!(m.data.len(), rows / 8 * group + rows % 8 * nb * bb, "{name}");
+        }
+        let mut got = vec![0f32; cols];
+        for r in 0..rows {
+            m.dequantize_row(r, &mut got);
+            let tol = if m.kind == WeightType::Q4K && r >= 16 { 2e-3 } else { 1e-6 };
+            for (c, (g, w)) in got.iter().zip(&want[r * cols..(r + 1) * cols]).enumerate() {
+                assert!((g - w).abs() <= tol * w.abs().max(1.0), "{name} row {r} col {c}: {g} vs {w}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_file_whose_scales_do_not_repeat_keeps_them_per_block() {
+    // Group 64 in the first row of each group of eight but not in one row:
+    // every row of the groups must repeat its scales to share them.
+    let (rows, cols) = (16, 256);
+    let (mut bytes, _) = grouped(WeightType::Q4_0, 64, rows, cols, 8);
+    let at = 11 * (cols / BLOCK) * 18 + 18; // row 11, block 1's scale
+    bytes[at] ^= 1;
+    let m = QMatrix::new(WeightType::Q4_0, rows, cols, bytes).unwrap();
+    assert_eq!(m.shared_scales(), 1);
+    assert_eq!(m.data.len(), rows * cols / BLOCK * 18);
+}
+
+#[test]
 fn every_type_multiplies_like_its_decoded_weights() {
     let mut r = rand::rngs::StdRng::seed_from_u64(9);
-    for kind in WEIGHT_TYPES {
+    // 29 rows: three groups of eight (a sixteen-row tile and an odd group
+    // through the eight-row one) and a row-major tail of five.
+    let (rows, cols) = (29, 512);
+    let mut matrices: Vec<(String, QMatrix)> = WEIGHT_TYPES
+        .into_iter()
+        .map(|kind| {
+            (kind.name().to_string(), QMatrix::new(kind, rows, cols, quantized(kind, rows, cols, 5).0).unwrap())
+        })
+        .collect();
+    matrices.extend(
+        every_layout(rows, cols, 5).into_iter().filter(|(_, m, _)| m.shared_scales() > 1).map(|(n, m, _)| (n, m)),
+    );
+    for (name, m) in &matrices {
+        let kind = m.kind;
         for tokens in [1, 3, 8, 13] {
             // 1: decode, the claimed groups as one run; 3: below any tile; 8 and 13: whole tiles of 4 or 8, then a tail.
-            // 29 rows: three groups of eight (a sixteen-row tile and an odd
-            // group through the eight-row one) and a row-major tail of five.
-            let (rows, cols) = (29, 512);
-            let (bytes, _) = quantized(kind, rows, cols, 5);
-            let m = QMatrix::new(kind, rows, cols, bytes).unwrap();
             // Its own decoded weights (which the test above ties to candle's).
             let mut w = vec![0f32; rows * cols];
             for (row, out) in w.chunks_exact_mut(cols).enumerate() {
@@ -86,7 +168,7 @@ fn every_type_multiplies_like_its_decoded_weights() {
             for threads in [1, 2] {
                 let pool = Pool::new(threads);
                 let mut out = vec![0f32; rows * tokens];
-                matmul(&pool, [&m], [&mut out[..]], &x, &xq, tokens);
+                matmul(&pool, [m], [&mut out[..]], &x, &xq, tokens);
                 for b in 0..tokens {
                     for row in 0..rows {
                         let wr = &w[row * cols..(row + 1) * cols];
@@ -94,8 +176,7 @@ fn every_type_multiplies_like_its_decoded_weights() {
                         let got = out[b * rows + row];
                         assert!(
                             close(got, want, want.abs()),
-                            "{} t={threads} token {b} row {row}: {got} vs {want}",
-                            kind.name()
+                            "{name} t={threads} token {b} row {row}: {got} vs {want}"
                         );
                     }
                 }
@@ -146,12 +227,7 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
         let x: Vec<f32> = (0..cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
         let mut xq = vec![BlockQ8::default(); nb];
         quantize_q8(&x, &mut xq);
-        for kind in [WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4K] {
-            if kind == WeightType::Q4K && nb % 8 != 0 {
-                continue; // whole super-blocks only
-            }
-            let (g, _) = quantized(kind, 8, cols, nb as u64 + 17);
-            let m = QMatrix::new(kind, 8, cols, g).unwrap();
+        for (name, m, _) in every_layout(8, cols, nb as u64 + 17) {
             let l = m.layout().unwrap();
             let mut want = [0f32; 8];
             portable_x8(l, m.group(0), &xq, &mut want);
@@ -163,9 +239,8 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
                     for (a, b) in got.iter().zip(&want) {
                         assert!(
                             close(*a, *b, b.abs()),
-                            "{} {} prefetch={pf} nb={nb}: {got:?} vs {want:?}",
-                            v.name(),
-                            kind.name()
+                            "{} {name} prefetch={pf} nb={nb}: {got:?} vs {want:?}",
+                            v.name()
                         );
                     }
                 }
@@ -176,11 +251,8 @@ fn every_supported_variant_of_the_interleaved_kernels_matches_the_portable_one()
 
 /// The portable kernel of layout `l`: the reference of the SIMD ones.
 fn portable_x8(l: u8, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    match l {
-        layout::Q40 => scalar::dot_q4x8::<{ layout::Q40 }>(group, x, out),
-        layout::Q41 => scalar::dot_q4x8::<{ layout::Q41 }>(group, x, out),
-        _ => scalar::dot_q4x8::<{ layout::Q4K }>(group, x, out),
-    }
+    use scalar::dot_q4x8;
+    with_layout!(l, dot_q4x8(group, x, out))
 }
 
 #[test]
@@ -188,17 +260,12 @@ fn every_tile_kernel_matches_the_portable_kernel_token_by_token() {
     let mut r = rand::rngs::StdRng::seed_from_u64(6);
     for v in X8_VARIANTS.into_iter().filter(|v| v.supported() && tile_tokens_of(*v) > 1) {
         let (tt, k) = (tile_tokens_of(v), tile_groups_of(v));
-        for nb in [1, 3, 16, 28] {
+        for nb in [1, 3, 4, 16, 28] {
             let cols = nb * BLOCK;
             let x: Vec<f32> = (0..tt * cols).map(|_| r.random_range(-2.0f32..2.0)).collect();
             let mut xq = vec![BlockQ8::default(); tt * nb];
             quantize_q8(&x, &mut xq);
-            for kind in [WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4K] {
-                if kind == WeightType::Q4K && nb % 8 != 0 {
-                    continue; // whole super-blocks only
-                }
-                let (g, _) = quantized(kind, 8 * k, cols, nb as u64 + 3);
-                let m = QMatrix::new(kind, 8 * k, cols, g).unwrap();
+            for (name, m, _) in every_layout(8 * k, cols, nb as u64 + 3) {
                 let l = m.layout().unwrap();
                 let mut got = vec![[0f32; 8]; k * tt];
                 // SAFETY: supported, a tile kernel exists, and the lengths match.
@@ -210,9 +277,8 @@ fn every_tile_kernel_matches_the_portable_kernel_token_by_token() {
                     for (a, b) in row.iter().zip(&want) {
                         assert!(
                             close(*a, *b, b.abs()),
-                            "{} {} nb={nb} group {group} token {t}: {row:?} vs {want:?}",
-                            v.name(),
-                            kind.name()
+                            "{} {name} nb={nb} group {group} token {t}: {row:?} vs {want:?}",
+                            v.name()
                         );
                     }
                 }

@@ -225,10 +225,32 @@ fn tile_groups_of(v: X8) -> usize {
     }
 }
 
+/// `$f::<L>(args)` for the layout `L` equal to `$l` (one of
+/// [`layout::LAYOUTS`]; anything else is a bug).
+macro_rules! with_layout {
+    ($l:expr, $f:ident($($arg:expr),*)) => {{
+        use layout::{grouped, Q40, Q41, Q4K};
+        const Q40G2: u8 = grouped(Q40, 2);
+        const Q41G2: u8 = grouped(Q41, 2);
+        const Q40G4: u8 = grouped(Q40, 4);
+        const Q41G4: u8 = grouped(Q41, 4);
+        match $l {
+            Q40 => $f::<Q40>($($arg),*),
+            Q41 => $f::<Q41>($($arg),*),
+            Q4K => $f::<Q4K>($($arg),*),
+            Q40G2 => $f::<Q40G2>($($arg),*),
+            Q41G2 => $f::<Q41G2>($($arg),*),
+            Q40G4 => $f::<Q40G4>($($arg),*),
+            Q41G4 => $f::<Q41G4>($($arg),*),
+            l => unreachable!("no layout {l}"),
+        }
+    }};
+}
 /// Bytes of a group of `nb` block columns in layout `l`, or `None` where
-/// the product overflows (or `nb` is not whole super-blocks of Q4_K).
+/// the product overflows (or `nb` is not whole super-blocks of Q4_K, or
+/// whole runs of columns sharing scales).
 fn group_len(l: u8, nb: usize) -> Option<usize> {
-    if l == layout::Q4K && !nb.is_multiple_of(8) {
+    if !layout::fits(l, nb) {
         return None;
     }
     // A super-block's bytes bound every layout's bytes a column.
@@ -272,12 +294,7 @@ unsafe fn tile_with(v: X8, l: u8, group: &[u8], x: &[BlockQ8], nb: usize, out: &
     #[cfg(target_arch = "x86_64")]
     // SAFETY: as the caller guarantees.
     unsafe {
-        use layout::{Q40, Q41, Q4K};
-        match l {
-            Q40 => tile_of::<Q40>(v, group, x, nb, out),
-            Q41 => tile_of::<Q41>(v, group, x, nb, out),
-            _ => tile_of::<Q4K>(v, group, x, nb, out),
-        }
+        with_layout!(l, tile_of(v, group, x, nb, out))
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("no tile kernels off x86-64")
@@ -306,15 +323,8 @@ unsafe fn tile_of<const L: u8>(v: X8, group: &[u8], x: &[BlockQ8], nb: usize, ou
 /// # Safety
 /// As [`x8_with`].
 unsafe fn x8_dyn(v: X8, l: u8, ahead: usize, group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    use layout::{Q40, Q41, Q4K};
     // SAFETY: as the caller guarantees.
-    unsafe {
-        match l {
-            Q40 => x8_with::<Q40>(v, ahead, group, x, out),
-            Q41 => x8_with::<Q41>(v, ahead, group, x, out),
-            _ => x8_with::<Q4K>(v, ahead, group, x, out),
-        }
-    }
+    unsafe { with_layout!(l, x8_with(v, ahead, group, x, out)) }
 }
 
 /// The interleaved 4-bit kernel of variant `v` for layout `L`
@@ -345,7 +355,7 @@ unsafe fn x8_with<const L: u8>(v: X8, ahead: usize, group: &[u8], x: &[BlockQ8],
         },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: NEON is part of the AArch64 baseline; lengths as the caller guarantees.
-        X8::Neon if L == layout::Q40 => unsafe { neon::dot_q4_0x8(group, x, out) },
+        X8::Neon if !layout::has_min(L) => unsafe { neon::dot_q4_0x8::<L>(group, x, out) },
         #[cfg(target_arch = "aarch64")]
         // SAFETY: the dot-product extension detected (`supported`); lengths as the caller guarantees.
         X8::NeonDot => unsafe { neon::dot_q4x8_dotprod::<L>(group, x, out) },

@@ -79,25 +79,26 @@ pub(super) unsafe fn dot_q4_0(row: &[u8], x: &[BlockQ8]) -> f32 {
     }
 }
 
-/// Eight interleaved Q4_0 rows (layout in [`super::QMatrix`]): each 16-byte
-/// load holds 4 bytes of four rows, multiplied with 4 activation bytes
-/// broadcast. Nibbles stay unsigned (0..15) and `8 * sum(y)` is subtracted
-/// once per block. An i16 lane gathers 8 products of at most 15 × 127 per
-/// block: 15240, inside i16.
+/// Eight interleaved Q4_0 rows in layout `L` ([`super::layout`]: Q4_0, its
+/// scales per column or shared by columns): each 16-byte load holds 4 bytes
+/// of four rows, multiplied with 4 activation bytes broadcast. Nibbles stay
+/// unsigned (0..15) and `8 * sum(y)` is subtracted once per block. An i16
+/// lane gathers 8 products of at most 15 × 127 per block: 15240, inside i16.
 ///
 /// # Safety
-/// The CPU must have NEON, and `group.len() == x.len() * 144`.
+/// The CPU must have NEON, `L` must be a Q4_0 layout, and the group must
+/// hold `x.len()` block columns (`layout::group_bytes(L, x.len())` bytes).
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
-    // SAFETY: NEON as the caller guarantees, and `group.len() == x.len() * 144`; every pointer offset below stays inside the slices this bounds.
+pub(super) unsafe fn dot_q4_0x8<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8]) {
+    // SAFETY: NEON as the caller guarantees, and the group holds `x.len()` block columns of layout `L`; every pointer offset below stays inside it.
     unsafe {
         let lo = vdupq_n_u8(0x0f);
         let (mut acc0, mut acc1) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
         let p = group.as_ptr();
         for (b, y) in x.iter().enumerate() {
             // SAFETY (caller): block column b of the group lies inside `group`.
-            let blk = p.add(b * 144);
-            let (d0, d1) = halves_to_f32(vld1q_u16(blk as *const u16));
+            let blk = p.add(layout::col_at(L, b));
+            let (d0, d1) = halves_to_f32(vld1q_u16(p.add(layout::scales_at(L, b)) as *const u16));
             let yq = y.qs.as_ptr() as *const i32;
             // Rows 0-1, 2-3, 4-5, 6-7: four lanes of each row per accumulator.
             let mut s = [vdupq_n_s16(0); 4];
@@ -105,7 +106,7 @@ pub(super) unsafe fn dot_q4_0x8(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8])
                 let yl = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(m)));
                 let yh = vreinterpretq_s8_s32(vld1q_dup_s32(yq.add(4 + m)));
                 for half in 0..2 {
-                    let pk = vld1q_u8(blk.add(16 + 32 * m + 16 * half));
+                    let pk = vld1q_u8(blk.add(layout::nibbles_at(L) + 32 * m + 16 * half));
                     let l = vreinterpretq_s8_u8(vandq_u8(pk, lo));
                     let h = vreinterpretq_s8_u8(vshrq_n_u8::<4>(pk));
                     let a = &mut s[2 * half];
@@ -248,10 +249,12 @@ pub(super) unsafe fn dot_q4x8_dotprod<const L: u8>(group: &[u8], x: &[BlockQ8], 
                     (halves_to_f32(vld1q_u16(h as *const u16)), halves_to_f32(vld1q_u16(h.add(16) as *const u16)));
                 let ((s0, s1), (n0, n1)) = (bytes(blk), bytes(blk.add(8)));
                 ((vmulq_f32(hd0, s0), vmulq_f32(hd1, s1)), (vmulq_f32(hm0, n0), vmulq_f32(hm1, n1)))
-            } else if L == layout::Q41 {
-                (halves_to_f32(vld1q_u16(blk as *const u16)), halves_to_f32(vld1q_u16(blk.add(16) as *const u16)))
+            } else if layout::has_min(L) {
+                let s = p.add(layout::scales_at(L, b));
+                (halves_to_f32(vld1q_u16(s as *const u16)), halves_to_f32(vld1q_u16(s.add(16) as *const u16)))
             } else {
-                (halves_to_f32(vld1q_u16(blk as *const u16)), (vdupq_n_f32(0.0), vdupq_n_f32(0.0)))
+                let s = p.add(layout::scales_at(L, b));
+                (halves_to_f32(vld1q_u16(s as *const u16)), (vdupq_n_f32(0.0), vdupq_n_f32(0.0)))
             };
             let yq = y.qs.as_ptr() as *const i32;
             let (mut s03, mut s47) = (vdupq_n_s32(0), vdupq_n_s32(0));
@@ -265,13 +268,13 @@ pub(super) unsafe fn dot_q4x8_dotprod<const L: u8>(group: &[u8], x: &[BlockQ8], 
                 s47 = sdot(s47, vreinterpretq_s8_u8(vandq_u8(p47, lo)), yl);
                 s47 = sdot(s47, vreinterpretq_s8_u8(vshrq_n_u8::<4>(p47)), yh);
             }
-            if L == layout::Q40 {
+            if !layout::has_min(L) {
                 let bias = vdupq_n_s32(8 * y.sum);
                 (s03, s47) = (vsubq_s32(s03, bias), vsubq_s32(s47, bias));
             }
             acc0 = vfmaq_f32(acc0, vmulq_n_f32(d0, y.d), vcvtq_f32_s32(s03));
             acc1 = vfmaq_f32(acc1, vmulq_n_f32(d1, y.d), vcvtq_f32_s32(s47));
-            if L != layout::Q40 {
+            if layout::has_min(L) {
                 let ys = y.d * y.sum as f32;
                 acc0 = vfmaq_n_f32(acc0, m0, ys);
                 acc1 = vfmaq_n_f32(acc1, m1, ys);

@@ -8,7 +8,7 @@
 //! nibbles; `w = d * sc * q - dmin * m` per sub-block of 32), F16 and F32.
 
 use super::buf::WeightBuf;
-use super::layout::{self, q4_k_lane};
+use super::layout;
 use super::{f16_to_f32, BlockQ8, BLOCK};
 
 /// Storage type of a [`QMatrix`].
@@ -65,8 +65,9 @@ impl WeightType {
         }
     }
 
-    /// The interleaved layout of the type's whole groups of eight rows
-    /// ([`super::layout`]); `None` for types kept row-major.
+    /// The base interleaved layout of the type's whole groups of eight rows
+    /// ([`super::layout`]; a matrix may share Q4_0's or Q4_1's scales among
+    /// columns, [`QMatrix::layout`]); `None` for types kept row-major.
     pub(super) fn layout(self) -> Option<u8> {
         match self {
             WeightType::Q4_0 => Some(layout::Q40),
@@ -113,9 +114,11 @@ pub const GROUP: usize = 8;
 /// Q4_K matrices are repacked at load into groups of [`GROUP`] rows in the
 /// layouts of [`super::layout`] (a tail of `rows % 8` rows stays row-major,
 /// Q4_K's as Q4_1), so one 32-byte load of nibbles feeds all eight rows (see
-/// `dot_q4_0x8`). Q4_0 and Q4_1 keep their size (8 × 18 = 16 + 128, 8 × 20 =
-/// 32 + 128) and are repacked in place; Q4_K grows from 144 to 148 bytes a
-/// row per 256 weights.
+/// `dot_q4_0x8`). Q4_0 and Q4_1 are repacked in place and keep their size
+/// (8 × 18 = 16 + 128, 8 × 20 = 32 + 128), or shrink where two or four
+/// blocks of every row repeat one scale (an `int4 group=64` or `group=128`
+/// file: the scales are kept once, [`layout::shared_scales`]); Q4_K grows
+/// from 144 to 148 bytes a row per 256 weights.
 #[derive(Debug, Clone)]
 pub struct QMatrix {
     /// Storage type.
@@ -126,6 +129,8 @@ pub struct QMatrix {
     pub cols: usize,
     /// The blocks.
     pub data: WeightBuf,
+    /// The layout of the interleaved groups, if any.
+    layout: Option<u8>,
 }
 
 impl QMatrix {
@@ -137,7 +142,9 @@ impl QMatrix {
     }
 
     /// [`QMatrix::new`], a repacked Q4_K matrix written into `alloc(len)`
-    /// (an [`super::Arena`]'s next bytes, say).
+    /// (an [`super::Arena`]'s next bytes, say). A Q4_0 or Q4_1 matrix whose
+    /// scales are shared ends up shorter than `data` was: `data` is truncated
+    /// ([`super::Arena::reclaim`] gives an arena's bytes back).
     pub fn new_in(
         kind: WeightType,
         rows: usize,
@@ -157,38 +164,29 @@ impl QMatrix {
         if data.len() != want {
             return Err(format!("{rows}x{cols} {} needs {want} bytes, got {}", kind.name(), data.len()));
         }
-        let m = QMatrix { kind, rows, cols, data: WeightBuf::from(Vec::new()) };
+        let m = QMatrix { kind, rows, cols, data: WeightBuf::from(Vec::new()), layout: kind.layout() };
         if kind == WeightType::Q4K {
             return Ok(QMatrix { data: layout::repack_q4_k(rows, cols, &data, alloc), ..m });
         }
-        if let Some(l) = kind.layout() {
-            let h = layout::nibbles_at(l) / GROUP;
-            let (rb, bb) = (m.row_bytes(), kind.block_bytes());
-            let mut plain = vec![0u8; GROUP * rb];
-            for g in 0..m.groups() {
-                let region = &mut data[g * GROUP * rb..(g + 1) * GROUP * rb];
-                plain.copy_from_slice(region);
-                for b in 0..cols / BLOCK {
-                    let dst = &mut region[b * GROUP * bb..(b + 1) * GROUP * bb];
-                    for lane in 0..GROUP {
-                        let src = &plain[lane * rb + b * bb..lane * rb + (b + 1) * bb];
-                        for k in 0..h / 2 {
-                            dst[16 * k + 2 * lane..16 * k + 2 * lane + 2].copy_from_slice(&src[2 * k..2 * k + 2]);
-                        }
-                        for run in 0..4 {
-                            let at = GROUP * h + 32 * run + 4 * lane;
-                            dst[at..at + 4].copy_from_slice(&src[h + 4 * run..h + 4 + 4 * run]);
-                        }
-                    }
-                }
-            }
+        if let Some(base) = kind.layout() {
+            let nb = cols / BLOCK;
+            let l = layout::grouped(base, layout::shared_scales(base, rows, nb, &data));
+            let used = layout::repack_q4(l, rows, nb, &mut data);
+            data.truncate(used);
+            return Ok(QMatrix { data, layout: Some(l), ..m });
         }
         Ok(QMatrix { data, ..m })
     }
 
     /// The layout of the interleaved groups, if any.
     pub(super) fn layout(&self) -> Option<u8> {
-        self.kind.layout()
+        self.layout
+    }
+
+    /// Block columns sharing one set of scales (1, or 2 or 4 for a Q4_0 or
+    /// Q4_1 matrix stored with its group's scales repeated).
+    pub fn shared_scales(&self) -> usize {
+        self.layout.map_or(1, layout::shared)
     }
 
     /// Bytes of a row-major row in the file's type.
@@ -251,30 +249,13 @@ impl QMatrix {
             }
             return;
         }
-        let (group, lane) = (self.group(r / GROUP), r % GROUP);
-        if self.kind == WeightType::Q4K {
-            for (b, o) in out.chunks_exact_mut(BLOCK).enumerate() {
-                let (d, m, q) = q4_k_lane(group, b, lane);
-                for (j, q) in q.iter().enumerate() {
-                    o[j] = (q & 0x0f) as f32 * d + m;
-                    o[j + BLOCK / 2] = (q >> 4) as f32 * d + m;
-                }
+        let (l, group, lane) = (self.layout.expect("a group has a layout"), self.group(r / GROUP), r % GROUP);
+        for (b, o) in out.chunks_exact_mut(BLOCK).enumerate() {
+            let (d, m, q) = layout::lane(l, group, b, lane);
+            for (j, q) in q.iter().enumerate() {
+                o[j] = (q & 0x0f) as f32 * d + m;
+                o[j + BLOCK / 2] = (q >> 4) as f32 * d + m;
             }
-            return;
-        }
-        // Gather the lane's bytes back into a plain block, then decode it.
-        let (per, bb) = (self.kind.block_elems(), self.kind.block_bytes());
-        let h = self.layout().map_or(0, |l| layout::nibbles_at(l) / GROUP);
-        let mut plain = [0u8; 20];
-        for (blk, o) in group.chunks_exact(GROUP * bb).zip(out.chunks_exact_mut(per)) {
-            for k in 0..h / 2 {
-                plain[2 * k..2 * k + 2].copy_from_slice(&blk[16 * k + 2 * lane..16 * k + 2 * lane + 2]);
-            }
-            for run in 0..4 {
-                let at = GROUP * h + 32 * run + 4 * lane;
-                plain[h + 4 * run..h + 4 + 4 * run].copy_from_slice(&blk[at..at + 4]);
-            }
-            dequantize_block(self.kind, &plain[..bb], o);
         }
     }
 }

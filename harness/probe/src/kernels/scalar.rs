@@ -24,12 +24,13 @@ pub(super) fn dot_q4x8<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32;
     for (b, y) in x.iter().enumerate() {
         let blk = &group[layout::col_at(L, b)..];
         for (lane, o) in out.iter_mut().enumerate() {
-            let (d, m) = match L {
-                layout::Q4K => layout::q4_k_factors(group, b, lane),
-                layout::Q41 => (half(blk, 2 * lane), half(blk, 16 + 2 * lane)),
-                _ => (half(blk, 2 * lane), 0.0),
+            let (d, m) = if L == layout::Q4K {
+                layout::q4_k_factors(group, b, lane)
+            } else {
+                let s = &group[layout::scales_at(L, b)..];
+                (half(s, 2 * lane), if layout::has_min(L) { half(s, 16 + 2 * lane) } else { 0.0 })
             };
-            let mut sum = if L == layout::Q40 { -8 * y.sum } else { 0 };
+            let mut sum = if layout::has_min(L) { 0 } else { -8 * y.sum };
             for run in 0..4 {
                 for j in 0..4 {
                     let q = blk[at + 32 * run + 4 * lane + j];
@@ -38,7 +39,7 @@ pub(super) fn dot_q4x8<const L: u8>(group: &[u8], x: &[BlockQ8], out: &mut [f32;
                 }
             }
             *o += sum as f32 * d * y.d;
-            if L != layout::Q40 {
+            if layout::has_min(L) {
                 *o += m * y.d * y.sum as f32;
             }
         }

@@ -28,13 +28,15 @@
 
 use std::arch::x86_64::*;
 
-use super::layout::{self, Q40};
+use super::layout;
 use super::BlockQ8;
 
 /// The eight rows' scales and minimums of block column `$b` (at `$blk`, in
 /// the group at `$p`) as two vectors of f32, in layout `$l`: Q4_0's minimums
-/// are zero, Q4_K's scales `d * sc` and minimums `-dmin * m`. Expanded inside
-/// each kernel, so it runs with the kernel's target features.
+/// are zero, Q4_K's scales `d * sc` and minimums `-dmin * m`; Q4_0's and
+/// Q4_1's are read where [`super::layout::scales_at`] says (shared by
+/// columns in a grouped layout). Expanded inside each kernel, so it runs
+/// with the kernel's target features.
 macro_rules! scales8 {
     ($l:expr, $p:expr, $b:expr, $blk:expr) => {{
         let half8 = |q: *const u8| _mm256_cvtph_ps(_mm_loadu_si128(q as *const __m128i));
@@ -42,10 +44,11 @@ macro_rules! scales8 {
             let bytes8 = |q: *const u8| _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(q as *const __m128i)));
             let h = $p.add(super::layout::header_at($b));
             (_mm256_mul_ps(half8(h), bytes8($blk)), _mm256_mul_ps(half8(h.add(16)), bytes8($blk.add(8))))
-        } else if $l == super::layout::Q41 {
-            (half8($blk), half8($blk.add(16)))
+        } else if super::layout::has_min($l) {
+            let s = $p.add(super::layout::scales_at($l, $b));
+            (half8(s), half8(s.add(16)))
         } else {
-            (half8($blk), _mm256_setzero_ps())
+            (half8($p.add(super::layout::scales_at($l, $b))), _mm256_setzero_ps())
         }
     }};
 }
@@ -92,7 +95,7 @@ macro_rules! tile_kernel {
                         let $f = s;
                         let s32: __m256i = $finish;
                         let dxy = _mm256_mul_ps(dx, _mm256_set1_ps(y.d));
-                        if L != Q40 {
+                        if layout::has_min(L) {
                             *a = _mm256_fmadd_ps(dxy, _mm256_cvtepi32_ps(s32), *a);
                             *a = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), *a);
                         } else {
@@ -215,7 +218,7 @@ pub(super) unsafe fn tile16_avx512vnni<const L: u8>(groups: &[u8], x: &[BlockQ8]
             for (t, (a, s)) in acc.iter_mut().zip(part).enumerate() {
                 let y = x.get_unchecked(t * nb + b);
                 let dxy = _mm512_mul_ps(dx, _mm512_set1_ps(y.d));
-                if L != Q40 {
+                if layout::has_min(L) {
                     *a = _mm512_fmadd_ps(dxy, _mm512_cvtepi32_ps(s), *a);
                     *a = _mm512_fmadd_ps(mx, _mm512_set1_ps(y.d * y.sum as f32), *a);
                 } else {

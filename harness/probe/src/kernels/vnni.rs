@@ -11,7 +11,7 @@
 
 use std::arch::x86_64::*;
 
-use super::layout::{self, Q40};
+use super::layout;
 use super::tile::scales8;
 use super::BlockQ8;
 
@@ -93,7 +93,7 @@ pub(super) unsafe fn dot_q4x8_avx512vnni<const L: u8, const PF: bool>(
             let dx = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(dx)));
             let s = column_dot(blk.add(at), y);
             let dxy = _mm512_mul_ps(dx, _mm512_set1_ps(y.d));
-            if L != Q40 {
+            if layout::has_min(L) {
                 *a = _mm512_fmadd_ps(dxy, _mm512_cvtepi32_ps(s), *a);
                 *m = _mm256_fmadd_ps(mx, _mm256_set1_ps(y.d * y.sum as f32), *m);
             } else {

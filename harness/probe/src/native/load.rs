@@ -177,8 +177,11 @@ impl Reader {
         let [rows, cols] = dims[..] else {
             return Err(EngineError(format!("`{name}` has {} dimensions, expected 2", dims.len())).into());
         };
-        QMatrix::new_in(kind, rows, cols, buf, &mut |len| self.arena.take(len))
-            .map_err(|e| EngineError(format!("`{name}`: {e}")).into())
+        let m = QMatrix::new_in(kind, rows, cols, buf, &mut |len| self.arena.take(len))
+            .map_err(|e| EngineError(format!("`{name}`: {e}")))?;
+        // A Q4_0 or Q4_1 matrix with shared scales shrank where it lies.
+        self.arena.reclaim(&m.data);
+        Ok(m)
     }
 
     fn vector(&mut self, name: &str, len: usize) -> Result<Vec<f32>, EngineError> {

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::kernels::{
-    self, attend, f32_to_f16, for_each_chunk, matmul, quantize_q8, BlockQ8, HalfBuf, KvRows, Pool, BLOCK,
+    self, attend, f32_to_f16, for_each_chunk, matmul, quantize_q8, BlockQ8, HalfBuf, KvRows, Pool, QMatrix, BLOCK,
 };
 
 use load::Weights;
@@ -116,6 +116,17 @@ impl NativeModel {
         let scratch =
             (0..pool.threads()).map(|_| Mutex::new((vec![0f32; group * context], vec![0f32; c.head_dim]))).collect();
         Ok(NativeModel { s: Scratch::new(&c), w, pool, kv, context, rope: (cos, sin), scratch })
+    }
+
+    /// Bytes of the weight matrices as the engine holds them (after
+    /// repacking: Q4_K a little larger than the file, a group-G file's
+    /// repeated scales kept once), and how many of the 4-bit matrices keep
+    /// each scale for several columns.
+    pub fn weight_bytes(&self) -> (usize, usize) {
+        let w = &self.w;
+        let layers = w.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]);
+        let all: Vec<&QMatrix> = layers.chain([&w.embed]).chain(w.output.as_ref()).collect();
+        (all.iter().map(|m| m.data.len()).sum(), all.iter().filter(|m| m.shared_scales() > 1).count())
     }
 
     /// The file's hyper-parameters.
