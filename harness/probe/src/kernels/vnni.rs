@@ -69,6 +69,9 @@ pub(super) unsafe fn dot_q4x8_avx512vnni<const L: u8, const PF: bool>(
         if L == layout::Q4K {
             return dot_q4kx8::<PF>(group, x, out, ahead);
         }
+        if layout::shared(L) > 1 {
+            return dot_shared::<L, PF>(group, x, out, ahead);
+        }
         column_dot!(column_dot);
         // Two accumulators, even and odd block columns, and Q4_1's minimum
         // term in two of its own (eight lanes, whole rows): Q4_1's two FMAs
@@ -171,5 +174,67 @@ unsafe fn dot_q4kx8<const PF: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32;
         let lo8 = _mm512_castps512_ps256(acc);
         let hi8 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
         _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(_mm256_add_ps(lo8, hi8), mins));
+    }
+}
+
+/// [`dot_q4x8_avx512vnni`] for a layout whose `k` columns share their
+/// scales ([`layout::grouped`]), `k` columns at a time: each column's integer
+/// sums are scaled by its activations' `d` alone, and the eight rows' shared
+/// `d` multiplies their sum once (and the shared minimum once, times the
+/// summed `d * sum(y)` of the `k` activation blocks), where a column of its
+/// own scales takes a multiply and, for Q4_1, a second FMA of its own.
+///
+/// # Safety
+/// As [`dot_q4x8_avx512vnni`]; `x.len()` a multiple of `k`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma,f16c")]
+unsafe fn dot_shared<const L: u8, const PF: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32; 8], ahead: usize) {
+    // SAFETY: the features as the caller guarantees, and the group holds `x.len() / k` runs of `k` columns; every pointer offset below stays inside it.
+    unsafe {
+        column_dot!(column_dot);
+        let (k, at) = (layout::shared(L), layout::nibbles_at(L));
+        let run = layout::col_bytes(L) * k;
+        let p = group.as_ptr();
+        let step = |r: usize, a: &mut __m512, m: &mut __m256| {
+            let b0 = r * k;
+            if PF {
+                // A hint, never a load: an address past the group is dropped.
+                let ahead = p.add(layout::scales_at(L, b0)).wrapping_add(ahead.max(run));
+                for c in 0..run.div_ceil(64) {
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(64 * c) as *const i8);
+                }
+            }
+            let (mut t, mut ysum) = (_mm512_setzero_ps(), 0f32);
+            for (j, y) in x[b0..b0 + k].iter().enumerate() {
+                let mut s = column_dot(p.add(layout::col_at(L, b0 + j) + at), y);
+                if !layout::has_min(L) {
+                    s = _mm512_sub_epi32(s, _mm512_set1_epi32(4 * y.sum));
+                }
+                t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(y.d), t);
+                ysum += y.d * y.sum as f32;
+            }
+            let (dx, mx) = scales8!(L, p, b0, p);
+            let dx = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(dx)));
+            *a = _mm512_fmadd_ps(dx, t, *a);
+            if layout::has_min(L) {
+                *m = _mm256_fmadd_ps(mx, _mm256_set1_ps(ysum), *m);
+            }
+        };
+        // Even and odd runs on separate chains, named: an array indexed by
+        // `r % 2` would live in memory (see x86.rs).
+        let (mut a0, mut a1, mut m0, mut m1) =
+            (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+        let runs = x.len() / k;
+        for r in 0..runs / 2 {
+            step(2 * r, &mut a0, &mut m0);
+            step(2 * r + 1, &mut a1, &mut m1);
+        }
+        if runs % 2 == 1 {
+            step(runs - 1, &mut a0, &mut m0);
+        }
+        let (a, m) = ([a0, a1], [m0, m1]);
+        let acc = _mm512_add_ps(a[0], a[1]);
+        let lo8 = _mm512_castps512_ps256(acc);
+        let hi8 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+        _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(_mm256_add_ps(lo8, hi8), _mm256_add_ps(m[0], m[1])));
     }
 }
