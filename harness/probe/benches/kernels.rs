@@ -4,7 +4,8 @@
 //! (compare with the host's read bandwidth, `pocketbench host-info`: decode
 //! cannot beat it), and each variant of the interleaved 4-bit kernel on a
 //! cache-resident matrix (the instructions, not the memory): one token
-//! (decode) and a 128-token prompt chunk (the prefill tiles), Q4_0, Q4_1 and Q4_K;
+//! (decode) and a 128-token prompt chunk (the prefill tiles), Q4_0, Q4_1, Q4_K and
+//! the group-64 forms of Q4_0 and Q4_1;
 //! and grouped-query attention over 512 cached positions (in L2), and over a
 //! whole model's KV cache streamed from memory as decode reads it.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -19,19 +20,23 @@ const COLS: usize = 3_584;
 /// Weight bytes per streamed matrix.
 const BYTES: usize = 256 << 20;
 
-/// Pseudo-random bytes with every block's f16 scales (and minimums) set to
-/// 0.01, so any bytes are valid blocks and the values stay finite.
-fn matrix(kind: WeightType, rows: usize, cols: usize) -> QMatrix {
+/// Pseudo-random bytes with every block's f16 scales (and minimums) near
+/// 0.01, so any bytes are valid blocks and the values stay finite. The
+/// scales differ from block to block but repeat within each group of
+/// `group` weights: at 32 the matrix keeps one scale a block, at 64 (an
+/// `int4 group=64` file) the engine keeps one for two blocks.
+fn matrix(kind: WeightType, rows: usize, cols: usize, group: usize) -> QMatrix {
     let bb = kind.block_bytes();
     let mut data: Vec<u8> =
         (0..rows * cols / kind.block_elems() * bb).map(|i| ((i * 2_654_435_761usize) >> 7) as u8).collect();
-    let scale = half::f16::from_f32(0.01).to_bits().to_le_bytes();
     let head = match kind {
         WeightType::Q4_0 | WeightType::Q8_0 => 2,
         WeightType::Q4_1 | WeightType::Q4K => 4,
         WeightType::F16 | WeightType::F32 => 0,
     };
-    for blk in data.chunks_exact_mut(bb) {
+    let per = (group / kind.block_elems()).max(1);
+    for (i, blk) in data.chunks_exact_mut(bb).enumerate() {
+        let scale = half::f16::from_f32(0.01 * (1.0 + ((i / per) % 7) as f32 / 64.0)).to_bits().to_le_bytes();
         for s in blk[..head].chunks_exact_mut(2) {
             s.copy_from_slice(&scale);
         }
@@ -41,7 +46,17 @@ fn matrix(kind: WeightType, rows: usize, cols: usize) -> QMatrix {
             v.copy_from_slice(&0.01f32.to_le_bytes());
         }
     }
-    QMatrix::new(kind, rows, cols, data).expect("matrix")
+    let m = QMatrix::new(kind, rows, cols, data).expect("matrix");
+    assert_eq!(m.shared_scales(), if head > 0 && kind != WeightType::Q4K { per } else { 1 }, "scales shared");
+    m
+}
+
+/// The formats benched: every storage type, then Q4_0 and Q4_1 as an
+/// `int4 group=64` file stores them (scales kept once for two blocks).
+fn formats() -> Vec<(WeightType, usize, String)> {
+    let mut f: Vec<_> = WEIGHT_TYPES.into_iter().map(|k| (k, BLOCK, k.name().to_string())).collect();
+    f.extend([WeightType::Q4_0, WeightType::Q4_1].map(|k| (k, 64, format!("{}-group64", k.name()))));
+    f
 }
 
 fn activations(cols: usize) -> (Vec<f32>, Vec<BlockQ8>) {
@@ -53,11 +68,11 @@ fn activations(cols: usize) -> (Vec<f32>, Vec<BlockQ8>) {
 
 fn streamed(c: &mut Criterion) {
     let (x, xq) = activations(COLS);
-    for kind in WEIGHT_TYPES {
+    for (kind, group, name) in formats() {
         let rows = (BYTES / (COLS / kind.block_elems() * kind.block_bytes())) / 8 * 8;
-        let w = matrix(kind, rows, COLS);
+        let w = matrix(kind, rows, COLS, group);
         let mut out = vec![0f32; rows];
-        let mut g = c.benchmark_group(format!("{}-matvec-{}", kind.name(), isa().name()));
+        let mut g = c.benchmark_group(format!("{name}-matvec-{}", isa().name()));
         g.throughput(Throughput::Bytes(w.data.len() as u64));
         g.sample_size(20);
         for threads in [1, 2] {
@@ -75,14 +90,16 @@ fn variants(c: &mut Criterion) {
     // process of its own choice only through POCKETBENCH_KERNELS, so these
     // groups time the variants this process chose, named in the group.
     let choice = x8_choice();
-    for kind in [WeightType::Q4_0, WeightType::Q4_1, WeightType::Q4K] {
-        let w = matrix(kind, 256, 2048);
+    let four_bit =
+        |(k, ..): &(WeightType, usize, String)| matches!(k, WeightType::Q4_0 | WeightType::Q4_1 | WeightType::Q4K);
+    for (kind, group, name) in formats().into_iter().filter(four_bit) {
+        let w = matrix(kind, 256, 2048, group);
         for tokens in [1, 128] {
             let (x, xq) = activations(2048 * tokens);
             let mut out = vec![0f32; 256 * tokens];
             let pool = Pool::new(1);
             let variant = if tokens == 1 { choice.variant } else { choice.tile };
-            let mut g = c.benchmark_group(format!("{}-cached-{}", kind.name(), variant.name()));
+            let mut g = c.benchmark_group(format!("{name}-cached-{}", variant.name()));
             g.throughput(Throughput::Elements((256 * 2048 * tokens) as u64));
             g.bench_function(format!("256x2048 {tokens} token(s) 1 thread"), |b| {
                 b.iter(|| matmul(&pool, [&w], [&mut out[..]], &x, &xq, tokens))
