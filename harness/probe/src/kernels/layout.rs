@@ -65,14 +65,20 @@ pub(super) const fn has_min(l: u8) -> bool {
 /// Bytes of one Q4_K super-block of a group: 32 header bytes, eight columns.
 pub(super) const SB: usize = 32 + 8 * 144;
 
-/// Bytes of the eight rows' scales of a Q4_0 or Q4_1 column (or group of
-/// columns): f16 `d`, and for Q4_1 f16 `m`.
-const fn scale_bytes(l: u8) -> usize {
-    if base(l) == Q41 {
-        32
+/// Bytes of one row's scales in a Q4_0 or Q4_1 block: f16 `d`, and for
+/// Q4_1 f16 `m`. The ggml block is these and 16 nibble bytes.
+const fn block_scales(base: u8) -> usize {
+    if base == Q41 {
+        4
     } else {
-        16
+        2
     }
+}
+
+/// Bytes of the eight rows' scales of a Q4_0 or Q4_1 column (or group of
+/// columns).
+const fn scale_bytes(l: u8) -> usize {
+    GROUP * block_scales(base(l))
 }
 
 /// Bytes of one set of shared scales and its columns (Q4_0 and Q4_1).
@@ -250,15 +256,6 @@ pub(super) fn lane(l: u8, group: &[u8], b: usize, lane: usize) -> (f32, f32, [u8
     (d, m, std::array::from_fn(|k| group[n + 32 * (k / 4) + 4 * lane + k % 4]))
 }
 
-/// Bytes of a ggml block of `base` ([`Q40`] or [`Q41`]) and of its scales.
-const fn block_and_scales(base: u8) -> (usize, usize) {
-    if base == Q41 {
-        (20, 4)
-    } else {
-        (18, 2)
-    }
-}
-
 /// How many block columns (4, 2 or 1) can share one set of scales in a
 /// row-major Q4_0 or Q4_1 matrix (`base`, `rows` rows of `nb` blocks)
 /// without changing a weight: the largest `k` dividing `nb` such that every
@@ -267,7 +264,8 @@ const fn block_and_scales(base: u8) -> (usize, usize) {
 /// = 32 `k`. Any file may be laid out so: the test is on its bytes, not on
 /// what wrote it.
 pub(super) fn shared_scales(base: u8, rows: usize, nb: usize, data: &[u8]) -> usize {
-    let (bb, h) = block_and_scales(base);
+    let h = block_scales(base);
+    let bb = 16 + h;
     let rows = rows / GROUP * GROUP;
     let repeats = |k: usize| {
         (0..rows).all(|r| {
@@ -287,7 +285,8 @@ pub(super) fn shared_scales(base: u8, rows: usize, nb: usize, data: &[u8]) -> us
 /// it was read from (a group never grows) and after the groups before it,
 /// so one group's copy is all the room it needs.
 pub(super) fn repack_q4(l: u8, rows: usize, nb: usize, data: &mut [u8]) -> usize {
-    let (bb, h) = block_and_scales(base(l));
+    let h = block_scales(base(l));
+    let bb = 16 + h;
     let (rb, gb, groups) = (nb * bb, group_bytes(l, nb), rows / GROUP);
     let mut plain = vec![0u8; GROUP * rb];
     for g in 0..groups {
@@ -298,7 +297,7 @@ pub(super) fn repack_q4(l: u8, rows: usize, nb: usize, data: &mut [u8]) -> usize
                 if b % shared(l) == 0 {
                     let s = scales_at(l, b) + 2 * lane;
                     out[s..s + 2].copy_from_slice(&src[0..2]);
-                    if h == 4 {
+                    if has_min(l) {
                         out[s + 16..s + 18].copy_from_slice(&src[2..4]);
                     }
                 }

@@ -45,6 +45,15 @@ macro_rules! column_dot {
     };
 }
 
+/// The eight rows' sums from a vector holding two partial sums of each
+/// (lanes 0-7 and 8-15).
+#[inline]
+#[target_feature(enable = "avx512f,avx2,fma,f16c")]
+fn halves(acc: __m512) -> __m256 {
+    let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
+    _mm256_add_ps(_mm512_castps512_ps256(acc), hi)
+}
+
 /// AVX-512 VNNI: a 64-byte load holds two runs (lanes 0-7 the eight rows'
 /// bytes of run `m`, lanes 8-15 those of run `m + 1`), so two loads and four
 /// `vpdpbusd` cover a block column. The activation words each half needs
@@ -112,10 +121,7 @@ pub(super) unsafe fn dot_q4x8_avx512vnni<const L: u8, const PF: bool>(
         if x.len() % 2 == 1 {
             step(x.len() - 1, &x[x.len() - 1], &mut a0, &mut m0);
         }
-        let acc = _mm512_add_ps(a0, a1);
-        let lo8 = _mm512_castps512_ps256(acc);
-        let hi8 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-        let sum = _mm256_add_ps(_mm256_add_ps(lo8, hi8), _mm256_add_ps(m0, m1));
+        let sum = _mm256_add_ps(halves(_mm512_add_ps(a0, a1)), _mm256_add_ps(m0, m1));
         _mm256_storeu_ps(out.as_mut_ptr(), sum);
     }
 }
@@ -171,9 +177,7 @@ unsafe fn dot_q4kx8<const PF: bool>(group: &[u8], x: &[BlockQ8], out: &mut [f32;
             acc = _mm512_fmadd_ps(d, _mm512_add_ps(t0, t1), acc);
             mins = _mm256_fmadd_ps(dmin, _mm256_add_ps(u0, u1), mins);
         }
-        let lo8 = _mm512_castps512_ps256(acc);
-        let hi8 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-        _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(_mm256_add_ps(lo8, hi8), mins));
+        _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(halves(acc), mins));
     }
 }
 
@@ -231,10 +235,7 @@ unsafe fn dot_shared<const L: u8, const PF: bool>(group: &[u8], x: &[BlockQ8], o
         if runs % 2 == 1 {
             step(runs - 1, &mut a0, &mut m0);
         }
-        let (a, m) = ([a0, a1], [m0, m1]);
-        let acc = _mm512_add_ps(a[0], a[1]);
-        let lo8 = _mm512_castps512_ps256(acc);
-        let hi8 = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1));
-        _mm256_storeu_ps(out.as_mut_ptr(), _mm256_add_ps(_mm256_add_ps(lo8, hi8), _mm256_add_ps(m[0], m[1])));
+        let sum = _mm256_add_ps(halves(_mm512_add_ps(a0, a1)), _mm256_add_ps(m0, m1));
+        _mm256_storeu_ps(out.as_mut_ptr(), sum);
     }
 }
