@@ -1,0 +1,135 @@
+//! How a fit stands against measurements: every figure's residual, a
+//! check of a profile against points it was not fitted to, and the
+//! summaries printed beside them (how many lie within a tolerance, and how
+//! far the machine's own rounds lay apart).
+
+use serde::Serialize;
+
+use crate::device::{Device, DeviceModel};
+use crate::predict::predict;
+
+/// One measured figure against its prediction after the fit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Residual {
+    /// Point index in the profile.
+    pub point: usize,
+    /// The configuration.
+    pub model: String,
+    /// Its workload, e.g. "512+128".
+    pub workload: String,
+    /// decode, prefill, peak-memory, package or energy.
+    pub metric: &'static str,
+    /// Unit of the two values.
+    pub unit: &'static str,
+    /// What was measured or published.
+    pub measured: f64,
+    /// What the fitted model predicts.
+    pub predicted: f64,
+    /// predicted / measured − 1.
+    pub rel_error: f64,
+    /// The point's source.
+    pub source: String,
+    /// The point was held out of the fit.
+    pub holdout: bool,
+}
+
+/// Residuals of every point's figures under `model`.
+pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
+    let mut out = Vec::new();
+    for pt in device.points() {
+        let p = predict(&pt.shape, &pt.shape.accounting(), model, &pt.workload);
+        let figures: [(&'static str, &'static str, Option<f64>, f64, f64); 5] = [
+            ("decode", "tok/s", pt.decode_tok_s, p.decode_tok_s, 1.0),
+            ("prefill", "tok/s", pt.prefill_tok_s, p.prefill_tok_s, 1.0),
+            ("peak-memory", "MB", pt.peak_memory, p.peak_mem_bytes, 1e6),
+            ("package", "MB", pt.package, p.package_bytes, 1e6),
+            ("energy", "J", pt.energy_j, p.energy_j, 1.0),
+        ];
+        for (metric, unit, measured, predicted, scale) in figures {
+            if let Some(m) = measured {
+                out.push(Residual {
+                    point: pt.index,
+                    model: pt.label.clone(),
+                    workload: format!("{}+{}", pt.workload.prompt, pt.workload.gen),
+                    metric,
+                    unit,
+                    measured: m / scale,
+                    predicted: predicted / scale,
+                    rel_error: predicted / m - 1.0,
+                    source: pt.source.clone(),
+                    holdout: pt.holdout,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// How many of `residuals` of `metric` lie within `tolerance` (a fraction),
+/// of how many; their mean and worst |error|. `None` without any.
+pub fn accuracy(residuals: &[Residual], metric: &str, tolerance: f64) -> Option<Accuracy> {
+    let errs: Vec<f64> = residuals.iter().filter(|r| r.metric == metric).map(|r| r.rel_error.abs()).collect();
+    (!errs.is_empty()).then(|| Accuracy {
+        metric: metric.to_string(),
+        points: errs.len(),
+        tolerance,
+        within: errs.iter().filter(|e| **e <= tolerance).count(),
+        mean_abs_error: errs.iter().sum::<f64>() / errs.len() as f64,
+        worst_abs_error: errs.iter().copied().fold(0.0, f64::max),
+    })
+}
+
+/// A check's summary of one metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// decode, prefill or peak-memory.
+    pub metric: String,
+    /// Residuals of the metric.
+    pub points: usize,
+    /// The tolerance counted against (a fraction: 0.10 is 10%).
+    pub tolerance: f64,
+    /// Of them, within the tolerance.
+    pub within: usize,
+    /// Mean |predicted / measured - 1|.
+    pub mean_abs_error: f64,
+    /// Worst |predicted / measured - 1|.
+    pub worst_abs_error: f64,
+}
+
+/// How well this machine repeats itself: the decode spreads of a
+/// calibration's or check's jobs ([`super::session::Measured::decode_spreads`])
+/// against a tolerance. Where many jobs' own rounds lie further apart than
+/// the tolerance, no prediction can be shown to be within it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Repeatability {
+    /// Jobs measured in two rounds or more.
+    pub jobs: usize,
+    /// The tolerance compared against (a fraction: 0.10 is 10%).
+    pub tolerance: f64,
+    /// Of them, jobs whose rounds lay further apart than the tolerance.
+    pub wider: usize,
+    /// Median (fastest - slowest) / fastest over the jobs.
+    pub median_spread: f64,
+    /// Largest (fastest - slowest) / fastest.
+    pub worst_spread: f64,
+    /// Of them, jobs whose fastest odd round and fastest even round lie
+    /// within the tolerance of each other
+    /// ([`super::session::halves`]): the share of its own jobs the machine
+    /// reproduces within the tolerance from half the rounds, a ceiling a
+    /// check of as many rounds is unlikely to beat.
+    pub halves_agree: usize,
+}
+
+/// The [`Repeatability`] of `spreads` and `halves` (the same jobs'
+/// [`super::session::Measured`] figures) against `tolerance`; `None` with no
+/// job measured twice.
+pub fn repeatability(spreads: &[f64], halves: &[f64], tolerance: f64) -> Option<Repeatability> {
+    (!spreads.is_empty()).then(|| Repeatability {
+        jobs: spreads.len(),
+        tolerance,
+        wider: spreads.iter().filter(|s| **s > tolerance).count(),
+        median_spread: crate::stats::median(spreads),
+        worst_spread: spreads.iter().copied().fold(0.0, f64::max),
+        halves_agree: halves.iter().filter(|h| **h <= tolerance).count(),
+    })
+}

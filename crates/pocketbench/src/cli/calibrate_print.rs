@@ -1,0 +1,158 @@
+//! How `calibrate` shows its results on stdout: a fit, a check, the
+//! residuals table, the machine's repeatability and drift.
+
+use pocketbench::calibrate::host::{Calibrated, Checked};
+use pocketbench::calibrate::{Calibration, DriftSummary};
+use pocketbench::device::Device;
+
+/// Print a fit: its parameters, every residual, and the held-out errors.
+pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Result<()> {
+    outln!("{} ({}): fitted to {} point(s), {note}", device.id(), device.origin(), device.points().len());
+    for (k, v) in &cal.fitted {
+        let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
+        outln!("  {k:<22} {v}{bound}");
+    }
+    print_residuals(&cal.residuals)?;
+    for w in &cal.warnings {
+        outln!("  warning: {w}");
+    }
+    let held: Vec<_> = cal.residuals.iter().filter(|r| r.holdout).cloned().collect();
+    for metric in ["decode", "prefill", "peak-memory"] {
+        // No tolerance is reported here: only the mean and worst errors.
+        if let Some(a) = pocketbench::calibrate::accuracy(&held, metric, 0.0) {
+            outln!(
+                "  held-out {metric}: {} point(s), mean |error| {:.1}%, worst {:.1}%",
+                a.points,
+                a.mean_abs_error * 100.0,
+                a.worst_abs_error * 100.0
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Print how far the same job's decode rounds lay apart on this machine,
+/// beside the tolerance the errors are counted against.
+pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> std::io::Result<()> {
+    outln!(
+        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%; the fastest of its odd and of its even rounds agreed within {:.0}% for {} of {}",
+        r.median_spread * 100.0,
+        r.worst_spread * 100.0,
+        r.wider,
+        r.jobs,
+        r.tolerance * 100.0,
+        r.tolerance * 100.0,
+        r.halves_agree,
+        r.jobs
+    );
+    Ok(())
+}
+
+/// Print residuals as a table, one row per figure, held-out ones marked.
+pub fn print_residuals(residuals: &[pocketbench::calibrate::Residual]) -> std::io::Result<()> {
+    let label = |r: &pocketbench::calibrate::Residual| {
+        if r.holdout {
+            format!("{} [held out]", r.model)
+        } else {
+            r.model.clone()
+        }
+    };
+    let w = residuals.iter().map(|r| label(r).len()).max().unwrap_or(0).max(44);
+    outln!(
+        "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>8}",
+        "point",
+        "workload",
+        "metric",
+        "reference",
+        "predicted",
+        "error"
+    );
+    for r in residuals {
+        outln!(
+            "  {:<w$} {:<8} {:>11} {:>11} {:>11} {:>+7.2}%",
+            label(r),
+            r.workload,
+            r.metric,
+            format!("{:.1} {}", r.measured, r.unit),
+            format!("{:.1} {}", r.predicted, r.unit),
+            r.rel_error * 100.0
+        );
+    }
+    Ok(())
+}
+
+/// Print a calibration of this machine: the fit, the repeatability, the time.
+pub fn calibrated(c: &Calibrated, id: &str) -> anyhow::Result<()> {
+    let note = match &c.written {
+        Some(p) => format!("written to {}", p.display()),
+        None => "not written (--dry-run)".into(),
+    };
+    print_fit(&c.device, &c.calibration, &note)?;
+    if let Some(r) = &c.repeatability {
+        print_repeatability(r)?;
+    }
+    outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", c.seconds);
+    Ok(())
+}
+
+/// Print a check of this machine's profile: every residual, the accuracy
+/// per metric, the repeatability and drift, the time.
+pub fn checked(c: &Checked) -> anyhow::Result<()> {
+    let (label, id, residuals) = (&c.calibration, &c.device, &c.residuals);
+    outln!("{label}: predicted as `predict --device {id}` does, against {} measured figure(s)", residuals.len());
+    print_residuals(residuals)?;
+    for s in &c.accuracy {
+        outln!(
+            "  {}: {} point(s), {} within {:.0}%, mean |error| {:.1}%, worst {:.1}%",
+            s.metric,
+            s.points,
+            s.within,
+            s.tolerance * 100.0,
+            s.mean_abs_error * 100.0,
+            s.worst_abs_error * 100.0
+        );
+    }
+    if let Some(r) = &c.repeatability {
+        print_repeatability(r)?;
+    }
+    if let Some(d) = &c.drift {
+        print_drift(d)?;
+    }
+    outln!("  took {:.0} s; nothing was written", c.seconds);
+    Ok(())
+}
+
+/// Print how far the machine moved since its calibration, and the decode
+/// accuracy had it not.
+fn print_drift(d: &DriftSummary) -> std::io::Result<()> {
+    let lo = d.jobs.iter().map(|j| j.change).fold(f64::INFINITY, f64::min);
+    let hi = d.jobs.iter().map(|j| j.change).fold(f64::NEG_INFINITY, f64::max);
+    outln!(
+        "  this machine since its calibration: {} job(s) the profile was fitted to, measured again, decode now against then: median {:+.1}% ({:+.1}% to {:+.1}%)",
+        d.jobs.len(),
+        d.median_change * 100.0,
+        lo * 100.0,
+        hi * 100.0
+    );
+    for j in &d.jobs {
+        outln!(
+            "    {} at {}: {:.1} tok/s then, {:.1} now ({:+.1}%)",
+            j.model,
+            j.workload,
+            j.then,
+            j.now,
+            j.change * 100.0
+        );
+    }
+    if let Some(a) = &d.adjusted_decode {
+        outln!(
+            "  decode with each prediction moved by that median (a diagnostic, not the accuracy): {} of {} within {:.0}%, mean |error| {:.1}%, worst {:.1}%",
+            a.within,
+            a.points,
+            a.tolerance * 100.0,
+            a.mean_abs_error * 100.0,
+            a.worst_abs_error * 100.0
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! `pocketbench gate`: the CI regression gate.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use pocketbench::gate::{self, power, EffectRule, Outcome, Settings, Status};
+use pocketbench::report::gate as render;
+
+use super::Code;
+
+/// The effect rule on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RuleArg {
+    /// The ratio of medians beyond the minimum effect (the default).
+    Estimate,
+    /// The whole bootstrap interval beyond it (stricter: at 10 samples a side it catches a 5% slowdown half the time; see --power).
+    Interval,
+}
+
+/// Arguments of `gate`.
+#[derive(Debug, Args)]
+#[command(after_help = "Exit codes: 0 pass, or inconclusive (with a warning); 1 a regression or a broken budget; \
+2 usage or input error; 3 harness or device error.\n\n\
+Settings come from the built-in defaults, then the `[gate]` table of --sweep FILE, then these flags.")]
+pub struct GateArgs {
+    /// The baseline: a store (pocketbench.db or its OUT folder), results.json, results.jsonl, or `run --json` output.
+    #[arg(long, value_name = "B", required_unless_present_any = ["power", "measure"], conflicts_with = "measure")]
+    pub baseline: Option<PathBuf>,
+    /// The candidate, in any of the same forms.
+    #[arg(long, value_name = "C", required_unless_present_any = ["power", "measure"], conflicts_with = "measure")]
+    pub candidate: Option<PathBuf>,
+    /// A sweep file whose `[gate]` table sets the defaults.
+    #[arg(long, value_name = "FILE")]
+    pub sweep: Option<PathBuf>,
+    /// Family-wise significance level, Holm-corrected across the suite [default: 0.01].
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    /// Minimum effect on decode and prefill speed, a fraction [default: 0.03].
+    #[arg(long, value_name = "F")]
+    pub min_effect_speed: Option<f64>,
+    /// Minimum effect on energy per run [default: 0.05].
+    #[arg(long, value_name = "F")]
+    pub min_effect_energy: Option<f64>,
+    /// Minimum effect on peak memory, relative [default: 0.01]...
+    #[arg(long, value_name = "F")]
+    pub min_effect_memory: Option<f64>,
+    /// ...or absolute in MB, whichever is larger [default: 1].
+    #[arg(long, value_name = "MB")]
+    pub min_effect_memory_mb: Option<f64>,
+    /// Fewer samples on a side than this is inconclusive [default: 6].
+    #[arg(long, value_name = "N")]
+    pub min_samples: Option<usize>,
+    /// Level of the ratio's bootstrap interval [default: 0.95].
+    #[arg(long, value_name = "L")]
+    pub confidence: Option<f64>,
+    /// What a regression's change must exceed [default: estimate].
+    #[arg(long, value_enum)]
+    pub effect_rule: Option<RuleArg>,
+    /// Write JUnit XML: one testcase per configuration x device x metric.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Append Markdown for $GITHUB_STEP_SUMMARY (the file kept under 1 MiB, truncating with a note).
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<PathBuf>,
+    /// Write the full verdict as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Fail (exit 1) on inconclusive or invalid comparisons too.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print how often these settings fire, by seeded simulation, instead of gating:
+    /// A/A false alarms and the power against --slowdown.
+    #[arg(long)]
+    pub power: bool,
+    /// --power: samples a side.
+    #[arg(long, default_value_t = 10, requires = "power")]
+    pub samples: usize,
+    /// --power: noise, the coefficient of variation of one sample.
+    #[arg(long, default_value_t = 0.02, requires = "power")]
+    pub noise: f64,
+    /// --power: the slowdown to catch.
+    #[arg(long, default_value_t = 0.05, requires = "power")]
+    pub slowdown: f64,
+    /// --power: trials.
+    #[arg(long, default_value_t = 1000, requires = "power")]
+    pub trials: usize,
+    /// Measuring both sides here (`--measure`).
+    #[command(flatten)]
+    pub sides: super::gate_measure::MeasureSides,
+}
+
+fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
+    let mut s = match &a.sweep {
+        Some(path) => {
+            let spec: pocketbench::sweep::SweepToml =
+                pocketbench::config::load(path).map_err(pocketbench::Error::from)?;
+            let s = spec.gate.unwrap_or_default();
+            s.validate().map_err(|e| {
+                pocketbench::Error::from(pocketbench::sweep::SweepError::Invalid {
+                    file: path.display().to_string(),
+                    key: "gate".into(),
+                    message: e.0,
+                })
+            })?;
+            s
+        }
+        None => Settings::default(),
+    };
+    macro_rules! flag {
+        ($($f:ident),*) => { $( if let Some(v) = a.$f { s.$f = v; } )* };
+    }
+    flag!(alpha, min_effect_speed, min_effect_energy, min_effect_memory, min_effect_memory_mb, min_samples, confidence);
+    if let Some(r) = a.effect_rule {
+        s.effect_rule = match r {
+            RuleArg::Estimate => EffectRule::Estimate,
+            RuleArg::Interval => EffectRule::Interval,
+        };
+    }
+    s.validate().map_err(|e| pocketbench::Error::usage(format!("--{}", e.0)))?;
+    Ok(s)
+}
+
+/// Write an output file whole or not at all (a killed gate leaves no partial
+/// JUnit for CI to read). An I/O error carries no library error, so
+/// `exit::classify` gives it exit 3.
+pub(super) fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    pocketbench::calibrate::write_atomic(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Run `gate`.
+pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> {
+    let s = settings(a)?;
+    if a.power {
+        return print_power(a, &s);
+    }
+    let (baseline, candidate) = if a.sides.measure {
+        super::gate_measure::run(&a.sides, a.sweep.as_deref(), &super::devices(devices_dir)?)?
+    } else {
+        let (Some(b), Some(c)) = (&a.baseline, &a.candidate) else {
+            return Err(pocketbench::Error::usage("--baseline and --candidate are both needed").into());
+        };
+        (
+            pocketbench::report::source::load(b).context("reading the baseline")?,
+            pocketbench::report::source::load(c).context("reading the candidate")?,
+        )
+    };
+    let v = gate::evaluate(&baseline, &candidate, &s);
+    if let Some(p) = &a.json {
+        write(p, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+    }
+    if let Some(p) = &a.junit {
+        write(p, &render::junit(&v))?;
+    }
+    if let Some(p) = &a.summary {
+        append_summary(p, &v)?;
+    }
+    print(&v)?;
+    let failed = v.outcome == Outcome::Fail;
+    Ok(if failed || (a.strict && v.outcome == Outcome::Inconclusive) { Code::Failed } else { Code::Ok })
+}
+
+/// Append to the step summary, keeping the whole file under GitHub's 1 MiB.
+fn append_summary(p: &Path, v: &gate::Verdict) -> anyhow::Result<()> {
+    use std::io::Write;
+    let used = std::fs::metadata(p).map_or(0, |m| m.len() as usize);
+    let room = render::SUMMARY_LIMIT.saturating_sub(used + 1);
+    let text = render::summary(v, room);
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .with_context(|| format!("opening {}", p.display()))?;
+    f.write_all(text.as_bytes()).with_context(|| format!("writing {}", p.display()))
+}
+
+fn print(v: &gate::Verdict) -> anyhow::Result<()> {
+    let shown = |c: &&gate::Comparison| c.fails() || !matches!(c.status, Status::Pass | Status::NotMeasured);
+    for c in v.comparisons.iter().filter(shown) {
+        let tag = if c.fails() {
+            "FAIL"
+        } else {
+            match c.status {
+                Status::Improvement => "better",
+                Status::Inconclusive => "inconclusive",
+                Status::Invalid => "invalid",
+                _ => "ok",
+            }
+        };
+        outln!("{tag:>12}  {}: {}", c.key.label(&c.config_name), c.why());
+    }
+    for (what, list) in [("only in the baseline", &v.only_in_baseline), ("only in the candidate", &v.only_in_candidate)]
+    {
+        for u in list {
+            outln!("{:>12}  {}: {what}, not compared", "unmatched", u.key.label(&u.config_name));
+        }
+    }
+    let counts: Vec<String> = v.counts.by_status.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let verdict = match v.outcome {
+        Outcome::Pass => "pass",
+        Outcome::Inconclusive => "pass with warnings (inconclusive)",
+        Outcome::Fail => "FAIL",
+    };
+    outln!(
+        "gate: {verdict}: {} comparison(s) of {} matched result(s): {}; {} budget(s) broken",
+        v.counts.comparisons,
+        v.counts.comparisons / gate::Metric::ALL.len().max(1),
+        if counts.is_empty() { "none".into() } else { counts.join(", ") },
+        v.counts.budget_failures
+    );
+    if v.outcome == Outcome::Inconclusive {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "warning: the gate could not decide everything (inconclusive, invalid or unmatched results above): measure more repetitions, or fix the device errors"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_power(a: &GateArgs, s: &Settings) -> anyhow::Result<Code> {
+    if a.samples < s.min_samples {
+        return Err(pocketbench::Error::usage(format!(
+            "--samples {} is below min-samples {}: every comparison would be inconclusive",
+            a.samples, s.min_samples
+        ))
+        .into());
+    }
+    let noise_ok = a.noise.is_finite() && a.noise > 0.0 && a.noise < 1.0;
+    if !noise_ok || !(0.0..1.0).contains(&a.slowdown) || a.trials == 0 {
+        return Err(
+            pocketbench::Error::usage("--noise must be in (0, 1), --slowdown in [0, 1), --trials at least 1").into()
+        );
+    }
+    let sc = |slowdown| power::Scenario { samples: a.samples, noise: a.noise, slowdown, trials: a.trials, seed: 42 };
+    let aa = power::regression_rate(s, &sc(0.0));
+    let hit = power::regression_rate(s, &sc(a.slowdown));
+    outln!(
+        "{} samples a side, {:.1}% noise, alpha {}, minimum effect {:.1}%, effect rule {:?}, {} seeded trials each:",
+        a.samples,
+        a.noise * 100.0,
+        s.alpha,
+        s.min_effect_speed * 100.0,
+        s.effect_rule,
+        a.trials
+    );
+    outln!("  A/A (identical builds) declared a regression: {:.1}% of trials", aa * 100.0);
+    outln!("  a {:.1}% slowdown caught:                     {:.1}% of trials", a.slowdown * 100.0, hit * 100.0);
+    Ok(Code::Ok)
+}

@@ -1,0 +1,71 @@
+//! `pocketbench host-info`: measure this host's memory bandwidth and record
+//! it in the host profile as its roofline.
+
+use clap::Args;
+use pocketbench::calibrate::{host, write_profile};
+use pocketbench::device::{Devices, Transport};
+use pocketbench::hostinfo;
+use pocketbench::probe::HostFacts;
+
+use super::Code;
+
+/// Arguments of `host-info`.
+#[derive(Debug, Args)]
+pub struct HostInfoArgs {
+    /// The local device profile to update.
+    #[arg(long, default_value = "host", value_name = "D")]
+    pub device: String,
+    /// Buffer size in MiB (far larger than the last-level cache).
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    pub buffer_mib: usize,
+    /// Passes per figure (the best is kept).
+    #[arg(long, default_value_t = hostinfo::PASSES, value_name = "N")]
+    pub passes: usize,
+    /// Measure and print only; do not write the profile.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `host-info`.
+pub fn run(a: &HostInfoArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let device = devices.get(&a.device)?;
+    if device.profile().transport != Transport::Local {
+        return Err(pocketbench::Error::usage(format!(
+            "device `{}` is not this host (transport is not `local`)",
+            a.device
+        ))
+        .into());
+    }
+    if a.buffer_mib < 64 || a.passes == 0 {
+        return Err(pocketbench::Error::usage("--buffer-mib must be at least 64 and --passes at least 1").into());
+    }
+    let facts = HostFacts::collect();
+    let bw = hostinfo::measure(a.buffer_mib << 20, a.passes);
+    let gb = |v: f64| v / 1e9;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "host": facts, "bandwidth_bytes_per_s": bw }))?);
+    } else {
+        outln!("{}", facts.describe());
+        outln!("  fingerprint {} (features: {})", facts.fingerprint, facts.features.join(" "));
+        outln!("  read   {:>6.1} GB/s with 1 thread, {:>6.1} GB/s with {}", gb(bw.read_1), gb(bw.read_all), bw.threads);
+        outln!(
+            "  copy   {:>6.1} GB/s with 1 thread, {:>6.1} GB/s with {} (read + write bytes)",
+            gb(bw.copy_1),
+            gb(bw.copy_all),
+            bw.threads
+        );
+        outln!("  measured: best of {} passes over a {} MiB buffer", a.passes, a.buffer_mib);
+    }
+    if a.dry_run {
+        return Ok(Code::Ok);
+    }
+    // This machine's own profile (made from the loaded one when it has none).
+    let target = devices.writable(device)?;
+    let text = host::with_bandwidth(&target.text, &target.path, &facts, &bw, a.buffer_mib, a.passes)?;
+    write_profile(&target.path, text.as_bytes())?;
+    eprintln!("wrote the bandwidth fact into {}", target.path.display());
+    Ok(Code::Ok)
+}

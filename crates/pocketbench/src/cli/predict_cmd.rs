@@ -1,0 +1,74 @@
+//! `pocketbench predict`.
+
+use clap::Args;
+use pocketbench::capability::{capability, ProxySettings};
+use pocketbench::device::Devices;
+use pocketbench::record::predicted;
+
+use super::render::{range, verdict};
+use super::{Code, ShapeArgs, WorkloadArgs};
+
+/// Arguments of `predict`.
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The configuration.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Device id (see `pocketbench devices`).
+    #[arg(long, value_name = "D")]
+    pub device: String,
+    /// Workload (default: the device's reference workload).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Print the record as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with code 1 when a budget fails.
+    #[arg(long)]
+    pub fail_on_budget: bool,
+}
+
+/// Run `predict`.
+pub fn run(a: &PredictArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let shape = a.shape.resolve()?;
+    let device = devices.get(&a.device)?;
+    let w = a.workload.on_device(device)?;
+    let acct = shape.accounting();
+    let settings = ProxySettings::default();
+    let cap = capability(&shape, &acct, &settings, None);
+    let r = predicted(&shape, &acct, device, &w, &cap);
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        outln!("{} on {} [{}]: predicted by {}", r.config_name, device.profile().device.name, r.engine, r.produced_by);
+        outln!("  calibration   {}", r.calibration);
+        outln!("  workload      {w}");
+        outln!("  decode        {:>9.1} tok/s   {}", r.decode_tok_s, verdict(&r.budgets.decode));
+        outln!(
+            "  prefill       {:>9.1} tok/s   time to first token {:.0} ms{}",
+            r.prefill_tok_s,
+            r.ttft_ms,
+            range(r.ttft_ms_low, r.ttft_ms_high, 0, " ms").map_or(String::new(), |r| format!(" ({r})"))
+        );
+        outln!("  peak memory   {:>9.1} MB      {}", r.peak_mem_increase_mb, verdict(&r.budgets.memory));
+        outln!("  package       {:>9.1} MB", r.package_mb);
+        let battery =
+            r.battery_fraction_per_run.map_or("no battery".to_string(), |f| format!("{:.4}% of battery", f * 100.0));
+        let mut notes: Vec<String> =
+            range(r.energy_j_per_run_low, r.energy_j_per_run_high, 2, " J").into_iter().collect();
+        notes.push(battery);
+        if let Some(s) = r.prefill_energy_share {
+            notes.push(format!("{:.0}% of it in prefill", s * 100.0));
+        }
+        notes.push("an estimate, not measured".into());
+        outln!(
+            "  energy        {:>9.2} J/run   {} ({})",
+            r.energy_j_per_run,
+            verdict(&r.budgets.energy),
+            notes.join("; ")
+        );
+        outln!("  capability    {:>9.1}         {}", r.capability, r.capability_source);
+        outln!("  feasible      {}", if r.feasible { "yes" } else { "no" });
+    }
+    Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
+}

@@ -1,0 +1,58 @@
+//! `pocketbench probe` (the on-device process) and `pocketbench export-gguf`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use pocketbench::probe;
+
+use super::{Code, ShapeArgs};
+
+/// Arguments of `probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The probe spec (JSON, written by a runner).
+    #[arg(long, value_name = "FILE")]
+    pub spec: PathBuf,
+    /// Write the result here (atomically) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// Run `probe`: the probe crate's own entry, so `pocketbench probe` and the
+/// `pocketbench-probe` binary pushed to phones are one process.
+pub fn run(a: &ProbeArgs) -> anyhow::Result<Code> {
+    use pocketbench::probe::entry::{self, Outcome};
+    let args = entry::Args { spec: a.spec.clone(), out: a.out.clone() };
+    match entry::run(&args) {
+        Ok(Outcome::Print(json) | Outcome::Info(json)) => outln!("{json}"),
+        Ok(Outcome::Written) => {}
+        Err(e) => return Err(pocketbench::Error::from(e).into()),
+    }
+    Ok(Code::Ok)
+}
+
+/// Arguments of `export-gguf`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The configuration.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Output file.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// Run `export-gguf`.
+pub fn export(a: &ExportArgs) -> anyhow::Result<Code> {
+    let shape = a.shape.resolve()?;
+    probe::gguf::write_model(&shape, probe::seed_of(&shape), &a.out)?;
+    let size = std::fs::metadata(&a.out).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "wrote {} ({}, {:.1} MB, seed {:#x}: the same weights as the probe runs)",
+        a.out.display(),
+        shape,
+        size as f64 / 1e6,
+        probe::seed_of(&shape)
+    );
+    Ok(Code::Ok)
+}

@@ -1,0 +1,195 @@
+//! `pocketbench run`: measure one configuration on a device.
+
+use std::time::Duration;
+
+use clap::Args;
+use pocketbench::capability::{capability, ProxySettings};
+use pocketbench::device::{Device, Devices};
+use pocketbench::record::{measured, Record};
+use pocketbench::runner::{self, Job, JobSettings, Runner};
+
+use super::render::{range, verdict};
+use super::{Code, ShapeArgs, WorkloadArgs};
+
+/// Measurement settings shared by `run` and `sweep --measure`.
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    /// Measured repetitions per configuration.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub reps: u32,
+    /// Threads (default: all cores of the device).
+    #[arg(long, value_name = "T")]
+    pub threads: Option<u32>,
+    /// Seconds before a probe is killed and recorded as timed out.
+    #[arg(long, default_value_t = 1800, value_name = "S")]
+    pub timeout: u64,
+    /// Run configurations predicted not to fit in available memory.
+    #[arg(long)]
+    pub force: bool,
+    /// Engine to measure through: native (built in: pocketbench's own
+    /// decoder and kernels; `candle` is its deprecated old name),
+    /// candle-transformers (built in, the stock reference), llama.cpp (built
+    /// with `--features llama`), llama-bench (an external command:
+    /// `$POCKETBENCH_LLAMA_BENCH` or on PATH) or mnn-llm-bench (MNN's
+    /// llm_bench: `$POCKETBENCH_MNN_LLM_BENCH` or `llm_bench` on PATH; needs
+    /// --engine-model); default: the device profile's `engine.probe`.
+    #[arg(long, value_name = "E", value_parser = super::engine_arg)]
+    pub engine: Option<pocketbench::probe::EngineKind>,
+    /// A model in the engine's own format, run instead of the GGUF
+    /// pocketbench builds: for mnn-llm-bench, the `config.json` of an MNN
+    /// export (llmexport.py) of this configuration. `run` only.
+    #[arg(long, value_name = "PATH")]
+    pub engine_model: Option<std::path::PathBuf>,
+}
+
+/// Arguments of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The configuration.
+    #[command(flatten)]
+    pub shape: ShapeArgs,
+    /// Device id: this host (`host`, `host-llama`) or an Android phone over
+    /// adb (`android-any`, or a profile whose transport names its serial);
+    /// `pocketbench devices` lists them and which are attached.
+    #[arg(long, value_name = "D")]
+    pub device: String,
+    /// Workload (default: the device's reference workload).
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Measurement settings.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Print the record as JSON (raw samples included).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit with code 1 when a budget fails.
+    #[arg(long)]
+    pub fail_on_budget: bool,
+    /// Append the measurement to the device profile as a calibration point.
+    #[arg(long)]
+    pub save_point: bool,
+    /// With --save-point: hold the point out of the fit (to check the fit against it).
+    #[arg(long, requires = "save_point")]
+    pub holdout: bool,
+}
+
+impl MeasureArgs {
+    /// The settings every job is built from (checked by the library's one job builder).
+    pub fn settings(&self) -> JobSettings {
+        JobSettings {
+            reps: self.reps,
+            threads: self.threads,
+            timeout: Duration::from_secs(self.timeout.max(1)),
+            force: self.force,
+            engine: self.engine,
+            engine_model: self.engine_model.clone(),
+        }
+    }
+}
+
+/// Measure one job into a record.
+pub fn measure_one(
+    runner: &dyn Runner,
+    device: &Device,
+    job: &Job,
+    proxy: &ProxySettings,
+) -> Result<Record, pocketbench::runner::Failure> {
+    let probe = runner.measure(job)?;
+    let acct = job.shape.accounting();
+    let cap = capability(&job.shape, &acct, proxy, None);
+    measured(&job.shape, &acct, device, probe, &cap)
+        .map_err(|e| pocketbench::runner::Failure::BadOutput { reason: e.to_string() })
+}
+
+/// Run `run`.
+pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
+    let shape = a.shape.resolve()?;
+    let device = devices.get(&a.device)?;
+    let w = a.workload.on_device(device)?;
+    let job = a.measure.settings().job(device, shape, w).map_err(pocketbench::Error::from)?;
+    let runner = runner::for_device(device)?;
+    eprintln!("measuring {} on {} ({} reps, {} threads, {w})...", shape, device.id(), job.reps, job.threads);
+    let r = measure_one(runner.as_ref(), device, &job, &ProxySettings::default()).map_err(pocketbench::Error::from)?;
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_measured(&r)?;
+    }
+    if a.save_point {
+        let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
+        let (saved, target) = pocketbench::calibrate::with_points_added(devices, device, std::slice::from_ref(&point))?;
+        pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())?;
+        eprintln!(
+            "appended a{} calibration point to {}; run `pocketbench calibrate --device {}` to refit",
+            if a.holdout { " held-out" } else { "" },
+            saved.origin(),
+            device.id()
+        );
+    }
+    Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
+}
+
+fn print_measured(r: &Record) -> anyhow::Result<()> {
+    let m = r.measurement.as_ref().expect("measured record");
+    outln!("{} on {} [{}]: measured", r.config_name, r.device, r.engine);
+    outln!(
+        "  workload      {} prompt + {} generated, {} threads, {} repetitions",
+        r.prompt_tokens,
+        r.gen_tokens,
+        m.probe.threads,
+        m.decode.n
+    );
+    outln!(
+        "  decode        {:>9.1} tok/s   median; MAD {:.2}, {}, CV {:.1}%, {} outlier(s)   {}",
+        m.decode.median,
+        m.decode.mad,
+        m.decode.interval_label(1),
+        m.decode.cv * 100.0,
+        m.decode.outliers,
+        verdict(&r.budgets.decode)
+    );
+    outln!("  prefill       {:>9.1} tok/s   time to first token {:.0} ms", r.prefill_tok_s, r.ttft_ms);
+    let external = m.probe.engine.parse::<pocketbench::probe::EngineKind>().is_ok_and(|e| e.is_external());
+    outln!(
+        "  peak memory   {:>9.1} MB      {}   {}",
+        r.peak_mem_increase_mb,
+        if external { "the whole engine process (VmHWM)" } else { "increase over the pre-load baseline (VmHWM)" },
+        verdict(&r.budgets.memory)
+    );
+    outln!("  model file    {:>9.1} MB", r.package_mb);
+    outln!(
+        "  bandwidth     {:>9.2} GB/s    achieved in decode = {:.1}% of {:.1} GB/s ({})",
+        m.achieved_bandwidth_gb_s,
+        m.bandwidth_efficiency * 100.0,
+        m.device_bandwidth_gb_s,
+        m.device_bandwidth_source
+    );
+    if let (Some(bw), Some(eff), Some(pb)) =
+        (m.probe_bandwidth_gb_s, m.probe_bandwidth_efficiency, m.probe.read_bandwidth)
+    {
+        outln!(
+            "  roofline      {:>9.1}%        of {:.1} GB/s read by the probe right after decoding ({} threads, {} MiB, best of {})",
+            eff * 100.0,
+            bw,
+            pb.threads,
+            pb.buffer_bytes >> 20,
+            pb.passes
+        );
+    }
+    outln!(
+        "  energy        {:>9.2} J/run   {}{}   {}",
+        r.energy_j_per_run,
+        r.methods["energy_j_per_run"],
+        range(r.energy_j_per_run_low, r.energy_j_per_run_high, 2, " J").map_or(String::new(), |r| format!(" ({r})")),
+        verdict(&r.budgets.energy)
+    );
+    outln!(
+        "  predicted     {:>9.1} tok/s decode, {:.1} tok/s prefill (time to first token {:.0} ms), {:.1} MB peak ({})",
+        m.predicted.decode_tok_s,
+        m.predicted.prefill_tok_s,
+        m.predicted.ttft_ms,
+        m.predicted.peak_mem_increase_mb,
+        r.calibration
+    );
+    Ok(())
+}

@@ -1,0 +1,265 @@
+//! From a parsed profile to a device: [`validate`] checks every value and
+//! collects every problem with its key (so a profile with three mistakes
+//! says all three); [`build`] turns the checked values into the numeric
+//! model the predictor reads, the budgets, the calibration points and the
+//! calibration state.
+
+use super::{
+    AttentionScratch, Budgets, CalPoint, CalibrationState, Device, DeviceModel, FreeParam, ModelParams, ModelToml,
+    Origin, PointToml, ProfileToml, DEFAULT_BATTERY_FRACTION, DEFAULT_DECODE_BUDGET, DEFAULT_MEMORY_BUDGET,
+};
+use crate::arch::{Shape, SpecError};
+use crate::units::Fraction;
+use crate::workload::Workload;
+
+/// What [`validate`] found to hold, ready to build from.
+pub(super) struct Checked {
+    params: ModelParams,
+    ranges: [Option<[f64; 2]>; FreeParam::ALL.len()],
+    battery_j: Option<f64>,
+    reference_workload: Workload,
+    points: Vec<CalPoint>,
+}
+
+/// `(key, message)` of each problem.
+type Problems = Vec<(String, String)>;
+
+fn problem(problems: &mut Problems, key: &str, message: impl Into<String>) {
+    problems.push((key.to_string(), message.into()));
+}
+
+/// Check every value of `p`; every problem, with its key, when any.
+pub(super) fn validate(p: &ProfileToml) -> Result<Checked, Problems> {
+    let mut problems = Vec::new();
+    let battery_j = battery_joules(p, &mut problems);
+    for (key, v) in
+        [("facts.bandwidth.value", p.facts.bandwidth.value.0), ("facts.compute.value", p.facts.compute.value.0)]
+    {
+        if v.is_nan() || v <= 0.0 {
+            problem(&mut problems, key, "must be positive");
+        }
+    }
+    let params = params(&p.model);
+    check_params(&params, &mut problems);
+    let ranges = ranges(&p.model, &mut problems);
+    for (key, bits) in [("engine.kv-bits", p.engine.kv_bits), ("engine.act-bits", p.engine.act_bits)] {
+        if ![4, 8, 16, 32].contains(&bits) {
+            problem(&mut problems, key, format!("must be 4, 8, 16 or 32, got {bits}"));
+        }
+    }
+    let reference_workload = p.reference_workload.resolve();
+    if let Err(e) = &reference_workload {
+        problem(&mut problems, "reference-workload", e.to_string());
+    }
+    let points = points(p, &mut problems);
+    match reference_workload {
+        Ok(reference_workload) if problems.is_empty() => {
+            Ok(Checked { params, ranges, battery_j, reference_workload, points })
+        }
+        _ => Err(problems),
+    }
+}
+
+/// The battery's energy, J: its own figure, or capacity x voltage.
+fn battery_joules(p: &ProfileToml, problems: &mut Problems) -> Option<f64> {
+    p.facts.battery.as_ref().and_then(|b| match (b.energy, b.capacity, b.voltage) {
+        (Some(e), _, _) => Some(e.0),
+        (None, Some(c), Some(v)) => Some(c.0 / 1000.0 * v.0 * 3600.0),
+        _ => {
+            problem(problems, "facts.battery", "needs `energy`, or `capacity` and `voltage`");
+            None
+        }
+    })
+}
+
+/// The predictor's parameters as the profile gives them (an absent
+/// optional term is 0: not modelled).
+fn params(m: &ModelToml) -> ModelParams {
+    ModelParams {
+        bandwidth_efficiency: m.bandwidth_efficiency.value.0,
+        layer_cost: m.layer_cost.value.0,
+        token_cost: m.token_cost.value.0,
+        compute_efficiency: m.compute_efficiency.value.0,
+        engine_overhead: m.engine_overhead.value.0,
+        embedding_extra: m.embedding_extra.as_ref().map_or(0.0, |f| f.value.0),
+        attention_cost: m.attention_cost.as_ref().map_or(0.0, |f| f.value.0),
+        kv_cost: m.kv_cost.as_ref().map_or(0.0, |f| f.value.0),
+        prefill_attention_cost: m.prefill_attention_cost.as_ref().map_or(0.0, |f| f.value.0),
+        weight_extra: m.weight_extra.as_ref().map_or(0.0, |f| f.value.0),
+        active_power: m.active_power.value.0,
+        cache_size: m.cache_size.as_ref().map_or(0.0, |f| f.value.0),
+        cache_efficiency: m.cache_efficiency.as_ref().map_or(0.0, |f| f.value.0),
+    }
+}
+
+fn check_params(params: &ModelParams, problems: &mut Problems) {
+    for (key, v) in [
+        ("model.bandwidth-efficiency", params.bandwidth_efficiency),
+        ("model.compute-efficiency", params.compute_efficiency),
+    ] {
+        if !(v > 0.0 && v <= 1.0) {
+            problem(problems, key, format!("must be in (0, 100%], got {}", Fraction(v)));
+        }
+    }
+    for (key, v) in [
+        ("model.layer-cost", params.layer_cost),
+        ("model.token-cost", params.token_cost),
+        ("model.engine-overhead", params.engine_overhead),
+        ("model.embedding-extra", params.embedding_extra),
+        ("model.attention-cost", params.attention_cost),
+        ("model.kv-cost", params.kv_cost),
+        ("model.prefill-attention-cost", params.prefill_attention_cost),
+        ("model.weight-extra", params.weight_extra),
+        ("model.cache-size", params.cache_size),
+        ("model.cache-efficiency", params.cache_efficiency),
+        ("model.active-power", params.active_power),
+    ] {
+        if v < 0.0 {
+            problem(problems, key, "must not be negative");
+        }
+    }
+}
+
+/// The `range` of each prior parameter that has one, checked.
+fn ranges(m: &ModelToml, problems: &mut Problems) -> [Option<[f64; 2]>; FreeParam::ALL.len()] {
+    let mut ranges = [None; FreeParam::ALL.len()];
+    for (param, [lo, hi]) in m.ranges() {
+        let key = format!("model.{}.range", param.key());
+        let efficiency = matches!(param, FreeParam::BandwidthEfficiency | FreeParam::ComputeEfficiency);
+        let ordered = lo.is_finite() && hi.is_finite() && lo <= hi && lo >= 0.0;
+        if !ordered || (efficiency && (lo <= 0.0 || hi > 1.0)) {
+            problem(problems, &key, "must be [low, high] with low <= high, within the parameter's own bounds");
+        }
+        ranges[FreeParam::ALL.iter().position(|q| *q == param).unwrap_or(0)] = Some([lo, hi]);
+    }
+    ranges
+}
+
+/// Every calibration point that resolves and names a positive figure.
+fn points(p: &ProfileToml, problems: &mut Problems) -> Vec<CalPoint> {
+    let mut points = Vec::with_capacity(p.calibration.len());
+    for (i, pt) in p.calibration.iter().enumerate() {
+        let key = format!("calibration[{i}]");
+        let shape =
+            pt.model.resolve().map_err(|e: SpecError| problem(problems, &format!("{key}.model"), e.to_string()));
+        let workload = pt
+            .workload
+            .unwrap_or_default()
+            .resolve_over(&p.reference_workload)
+            .map_err(|e| problem(problems, &format!("{key}.workload"), e.to_string()));
+        let (Ok(shape), Ok(workload)) = (shape, workload) else { continue };
+        let point = point(i, pt, shape, workload);
+        let values = [point.decode_tok_s, point.prefill_tok_s, point.peak_memory, point.package, point.energy_j];
+        if values.iter().all(Option::is_none) {
+            problem(problems, &key, "names no measured figure (decode, prefill, peak-memory, package or energy)");
+        } else if values.iter().flatten().any(|v| v.is_nan() || *v <= 0.0) {
+            problem(problems, &key, "measured figures must be positive");
+        } else {
+            points.push(point);
+        }
+    }
+    points
+}
+
+fn point(index: usize, pt: &PointToml, shape: Shape, workload: Workload) -> CalPoint {
+    CalPoint {
+        index,
+        shape,
+        label: point_label(&pt.model, &shape),
+        workload,
+        decode_tok_s: pt.decode.map(|v| v.0),
+        prefill_tok_s: pt.prefill.map(|v| v.0),
+        peak_memory: pt.peak_memory.map(|v| v.0),
+        package: pt.package.map(|v| v.0),
+        energy_j: pt.energy.map(|v| v.0),
+        source: pt.source.clone(),
+        holdout: pt.holdout,
+        machine: pt.machine.clone(),
+        cpu: pt.cpu.clone(),
+        engine_build: pt.engine_build.clone(),
+        threads: pt.threads,
+    }
+}
+
+/// The device of a checked profile.
+pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device {
+    let p = &profile;
+    let b = &p.budgets;
+    let budgets = Budgets {
+        decode_tok_s: b.decode.map_or(DEFAULT_DECODE_BUDGET, |r| r.0),
+        memory_bytes: b.memory.map_or(DEFAULT_MEMORY_BUDGET, |m| m.0),
+        energy_j: match b.energy {
+            Some(e) => Some(e.0),
+            None => c.battery_j.map(|j| j * b.energy_battery_fraction.map_or(DEFAULT_BATTERY_FRACTION, |f| f.0)),
+        },
+    };
+    let power_anchor = p
+        .model
+        .fit
+        .contains(&FreeParam::ActivePower)
+        .then(|| c.points.iter().find(|pt| !pt.holdout && pt.energy_j.is_some()).map(|pt| (pt.shape, pt.workload)))
+        .flatten();
+    let model = DeviceModel {
+        ranges: c.ranges,
+        power_anchor,
+        bandwidth: p.facts.bandwidth.value.0,
+        compute: p.facts.compute.value.0,
+        battery_j: c.battery_j,
+        kv_bits: p.engine.kv_bits,
+        act_bits: p.engine.act_bits,
+        prefill_chunk: p.engine.prefill_chunk,
+        attention_threads: p.engine.attention_split.and(p.engine.threads),
+        score_row_threads: (p.engine.attention_scratch == Some(AttentionScratch::PerThread))
+            .then(|| p.engine.threads.unwrap_or(1)),
+        params: c.params,
+    };
+    let digest = digest(&p.calibration, &p.model.fit, &model);
+    let state = match (&p.model.fitted_digest, c.points.is_empty()) {
+        (_, true) => CalibrationState::Priors,
+        (None, false) => CalibrationState::Unfitted,
+        (Some(d), false) if *d == digest => CalibrationState::Calibrated { points: c.points.len() },
+        (Some(_), false) => CalibrationState::Stale,
+    };
+    let (reference_workload, points) = (c.reference_workload, c.points);
+    Device { profile, origin, model, budgets, reference_workload, points, digest, state }
+}
+
+fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
+    let mut overrides = Vec::new();
+    let s = serde_json::to_value(spec).unwrap_or_default();
+    if let Some(map) = s.as_object() {
+        for (k, v) in map {
+            if k != "preset" && !v.is_null() {
+                overrides.push(format!("{k}={v}"));
+            }
+        }
+    }
+    match (&spec.preset, overrides.is_empty()) {
+        (Some(p), true) => p.clone(),
+        (Some(p), false) => format!("{p} ({})", overrides.join(", ")),
+        (None, _) => shape.to_string(),
+    }
+}
+
+/// FNV-1a over every input of the fit: the points, the free-parameter list,
+/// the facts and engine settings the predictor reads (bandwidth, compute,
+/// KV and activation widths, prefill chunk) and the values of the parameters
+/// that are not fitted. A fit is stale when any of them changed since (for
+/// instance `host-info` rewriting the bandwidth fact).
+pub(super) fn digest(points: &[PointToml], fit: &[FreeParam], m: &DeviceModel) -> String {
+    // The cache parameters and the two attention costs came later: left
+    // out while unset, so the digests of profiles written before them
+    // still hold.
+    let later = [FreeParam::CacheSize, FreeParam::CacheEfficiency, FreeParam::KvCost, FreeParam::PrefillAttentionCost];
+    let fixed: Vec<(&str, f64)> = FreeParam::ALL
+        .iter()
+        .filter(|p| !fit.contains(p))
+        .filter(|p| !(later.contains(p) && m.params.get(**p) == 0.0))
+        .map(|p| (p.key(), m.params.get(*p)))
+        .chain(m.attention_threads.map(|t| ("attention-threads", t as f64)))
+        .chain(m.score_row_threads.map(|t| ("score-row-threads", t as f64)))
+        .collect();
+    let facts = (m.bandwidth, m.compute, m.kv_bits, m.act_bits, m.prefill_chunk);
+    let text = serde_json::to_string(&(points, fit, facts, fixed)).unwrap_or_default();
+    format!("{:016x}", crate::fnv1a(text.as_bytes()))
+}

@@ -1,0 +1,430 @@
+//! Device profiles: hardware facts with sources, budgets, transport, engine,
+//! calibration points and the predictor parameters fitted to them.
+//!
+//! Profiles live in `devices/*.toml`; the shipped ones are also compiled into
+//! the binary so that `pocketbench` works from any directory.
+
+mod build;
+pub mod home;
+mod profile;
+mod registry;
+
+pub use profile::*;
+pub use registry::{Devices, Origin, Writable, BUILT_IN};
+
+use std::path::Path;
+
+use crate::arch::Shape;
+use crate::config::ConfigError;
+use crate::workload::Workload;
+
+/// Default minimum decode speed (the reference study's budget).
+pub const DEFAULT_DECODE_BUDGET: f64 = 200.0;
+/// Default maximum peak memory increase, bytes (300 MB, MB = 10^6 B).
+pub const DEFAULT_MEMORY_BUDGET: f64 = 300e6;
+/// Default energy budget per run as a share of the battery.
+pub const DEFAULT_BATTERY_FRACTION: f64 = 1e-4;
+
+/// The predictor's numeric parameters (base SI units).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelParams {
+    /// Share of peak bandwidth achieved in decode, (0, 1].
+    pub bandwidth_efficiency: f64,
+    /// Seconds per layer per step.
+    pub layer_cost: f64,
+    /// Seconds per step.
+    pub token_cost: f64,
+    /// Share of peak compute achieved in prefill, (0, 1].
+    pub compute_efficiency: f64,
+    /// Bytes.
+    pub engine_overhead: f64,
+    /// Bytes held per embedding parameter beyond the quantized table.
+    pub embedding_extra: f64,
+    /// Seconds per decode attention score (layer x head x position); 0 = not modelled.
+    pub attention_cost: f64,
+    /// Seconds per byte of KV cache decode attention reads, beyond its
+    /// transfer at the bandwidth; 0 = not modelled.
+    pub kv_cost: f64,
+    /// Seconds per prefill attention FLOP beyond its share of the compute
+    /// rate; 0 = not modelled.
+    pub prefill_attention_cost: f64,
+    /// Extra resident bytes per byte of layer weights.
+    pub weight_extra: f64,
+    /// Watts.
+    pub active_power: f64,
+    /// Bytes: decode working sets up to this size come from the caches, and
+    /// part of those up to twice it (0: no cache term).
+    pub cache_size: f64,
+    /// Share of the bandwidth fact achieved from the caches (0: unset).
+    pub cache_efficiency: f64,
+}
+
+impl ModelParams {
+    /// Read a parameter by name.
+    pub fn get(&self, p: FreeParam) -> f64 {
+        match p {
+            FreeParam::BandwidthEfficiency => self.bandwidth_efficiency,
+            FreeParam::LayerCost => self.layer_cost,
+            FreeParam::TokenCost => self.token_cost,
+            FreeParam::ComputeEfficiency => self.compute_efficiency,
+            FreeParam::EngineOverhead => self.engine_overhead,
+            FreeParam::EmbeddingExtra => self.embedding_extra,
+            FreeParam::AttentionCost => self.attention_cost,
+            FreeParam::KvCost => self.kv_cost,
+            FreeParam::PrefillAttentionCost => self.prefill_attention_cost,
+            FreeParam::WeightExtra => self.weight_extra,
+            FreeParam::ActivePower => self.active_power,
+            FreeParam::CacheSize => self.cache_size,
+            FreeParam::CacheEfficiency => self.cache_efficiency,
+        }
+    }
+
+    /// Set a parameter by name.
+    pub fn set(&mut self, p: FreeParam, v: f64) {
+        match p {
+            FreeParam::BandwidthEfficiency => self.bandwidth_efficiency = v,
+            FreeParam::LayerCost => self.layer_cost = v,
+            FreeParam::TokenCost => self.token_cost = v,
+            FreeParam::ComputeEfficiency => self.compute_efficiency = v,
+            FreeParam::EngineOverhead => self.engine_overhead = v,
+            FreeParam::EmbeddingExtra => self.embedding_extra = v,
+            FreeParam::AttentionCost => self.attention_cost = v,
+            FreeParam::KvCost => self.kv_cost = v,
+            FreeParam::PrefillAttentionCost => self.prefill_attention_cost = v,
+            FreeParam::WeightExtra => self.weight_extra = v,
+            FreeParam::ActivePower => self.active_power = v,
+            FreeParam::CacheSize => self.cache_size = v,
+            FreeParam::CacheEfficiency => self.cache_efficiency = v,
+        }
+    }
+
+    /// The share of a decode working set of `bytes` per token served from
+    /// the caches: all of it up to [`ModelParams::cache_size`], none from
+    /// twice that, linear in between (a shared last-level cache with
+    /// adaptive replacement keeps part of a set somewhat larger than it);
+    /// 0 without a cache term.
+    pub fn cache_share(&self, bytes: f64) -> f64 {
+        if self.cache_size <= 0.0 || self.cache_efficiency <= 0.0 {
+            return 0.0;
+        }
+        ((2.0 * self.cache_size - bytes) / self.cache_size).clamp(0.0, 1.0)
+    }
+
+    /// The bandwidth efficiency for a decode working set of `bytes`: the
+    /// time-weighted mix of the memory and cache efficiencies.
+    pub fn efficiency_for(&self, bytes: f64) -> f64 {
+        let s = self.cache_share(bytes);
+        if s == 0.0 {
+            return self.bandwidth_efficiency;
+        }
+        1.0 / (s / self.cache_efficiency + (1.0 - s) / self.bandwidth_efficiency)
+    }
+}
+
+/// Budgets a configuration is judged against on one device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budgets {
+    /// Minimum decode tok/s.
+    pub decode_tok_s: f64,
+    /// Maximum peak memory increase, bytes.
+    pub memory_bytes: f64,
+    /// Maximum joules per run; `None` where the device has no battery.
+    pub energy_j: Option<f64>,
+}
+
+/// Everything the predictor needs of a device, numeric and `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeviceModel {
+    /// Peak bandwidth, B/s.
+    pub bandwidth: f64,
+    /// Peak compute, op/s.
+    pub compute: f64,
+    /// Battery energy, J.
+    pub battery_j: Option<f64>,
+    /// KV element bits.
+    pub kv_bits: u32,
+    /// Activation element bits.
+    pub act_bits: u32,
+    /// Prefill chunk.
+    pub prefill_chunk: Option<u32>,
+    /// Threads decode attention is split over by KV head (see
+    /// [`Engine::attention_split`]); `None`: not modelled.
+    pub attention_threads: Option<u32>,
+    /// Threads that each hold one query group's f32 attention score rows
+    /// (see [`Engine::attention_scratch`]); `None`: the chunk's whole score
+    /// matrix.
+    pub score_row_threads: Option<u32>,
+    /// Fitted or prior parameters.
+    pub params: ModelParams,
+    /// The plausible range of each parameter that has one (`range` in the
+    /// profile), low and high, indexed as [`FreeParam::ALL`].
+    pub ranges: [Option<[f64; 2]>; FreeParam::ALL.len()],
+    /// The point a fitted active power was fitted to (its shape and
+    /// workload): across the ranges of the other parameters the power is
+    /// taken to keep that point's energy, as a refit would.
+    pub power_anchor: Option<(Shape, Workload)>,
+}
+
+/// Whether the stored parameters match the calibration points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CalibrationState {
+    /// Fitted to the current points.
+    Calibrated {
+        /// Number of points.
+        points: usize,
+    },
+    /// Fitted, but the points changed since: run `calibrate`.
+    Stale,
+    /// No points: every parameter is a documented prior.
+    Priors,
+    /// Points exist but were never fitted.
+    Unfitted,
+    /// A local device whose points were measured on another machine.
+    OtherMachine {
+        /// That machine, in words.
+        cpu: String,
+    },
+    /// A local device whose points were measured through another build of
+    /// the engine than this binary's.
+    OtherEngine {
+        /// The build that measured them.
+        build: String,
+    },
+}
+
+impl CalibrationState {
+    /// The one command that brings a device in this state to
+    /// "calibrated", if there is one. Only a local device can be measured
+    /// by `calibrate --measure`.
+    pub fn fix(&self, device: &str, local: bool) -> Option<String> {
+        match self {
+            CalibrationState::Calibrated { .. } => None,
+            // The points are there: fitting them again is enough.
+            CalibrationState::Stale | CalibrationState::Unfitted => {
+                Some(format!("pocketbench calibrate --device {device}"))
+            }
+            _ if local => Some(format!("pocketbench calibrate --device {device} --measure")),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for CalibrationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            CalibrationState::Calibrated { points } => {
+                write!(f, "calibrated ({points} point{})", if *points == 1 { "" } else { "s" })
+            }
+            CalibrationState::Stale => f.write_str("stale (points, facts or fixed parameters changed since the fit)"),
+            CalibrationState::Priors => f.write_str("priors only (no calibration points)"),
+            CalibrationState::Unfitted => f.write_str("not fitted yet"),
+            CalibrationState::OtherMachine { cpu } => write!(f, "calibrated on another machine ({cpu})"),
+            CalibrationState::OtherEngine { build } => {
+                write!(f, "calibrated with another engine build ({build})")
+            }
+        }
+    }
+}
+
+/// A calibration point, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalPoint {
+    /// Index in the file (0-based), for messages.
+    pub index: usize,
+    /// The configuration.
+    pub shape: Shape,
+    /// Short description of the configuration (preset name or shape).
+    pub label: String,
+    /// Its workload.
+    pub workload: Workload,
+    /// Measured figures, in base units.
+    pub decode_tok_s: Option<f64>,
+    /// Prefill tok/s.
+    pub prefill_tok_s: Option<f64>,
+    /// Peak memory increase, bytes.
+    pub peak_memory: Option<f64>,
+    /// Package bytes.
+    pub package: Option<f64>,
+    /// Joules per run.
+    pub energy_j: Option<f64>,
+    /// Source text.
+    pub source: String,
+    /// Held out of the fit.
+    pub holdout: bool,
+    /// Fingerprint of the machine it was measured on (host points).
+    pub machine: Option<String>,
+    /// That machine in words.
+    pub cpu: Option<String>,
+    /// The engine build that measured it.
+    pub engine_build: Option<String>,
+    /// Threads it was measured with.
+    pub threads: Option<u32>,
+}
+
+/// A validated device profile.
+#[derive(Debug, Clone)]
+pub struct Device {
+    profile: ProfileToml,
+    origin: Origin,
+    model: DeviceModel,
+    budgets: Budgets,
+    reference_workload: Workload,
+    points: Vec<CalPoint>,
+    digest: String,
+    state: CalibrationState,
+}
+
+/// Why a profile is invalid (beyond TOML syntax and types): every problem
+/// found, one line each.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", .problems.iter().map(|(k, m)| format!("{file}: {k}: {m}")).collect::<Vec<_>>().join("\n"))]
+pub struct ProfileError {
+    /// File or built-in name.
+    pub file: String,
+    /// Key path and what is wrong, for each problem.
+    pub problems: Vec<(String, String)>,
+}
+
+impl Device {
+    /// The profile as written (kept for rendering facts and sources).
+    pub fn profile(&self) -> &ProfileToml {
+        &self.profile
+    }
+
+    /// Where it was loaded from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The numeric model the predictor reads, derived from the profile.
+    pub fn model(&self) -> &DeviceModel {
+        &self.model
+    }
+
+    /// The budgets, with the profile's defaults filled in.
+    pub fn budgets(&self) -> &Budgets {
+        &self.budgets
+    }
+
+    /// The workload its published figures were measured at.
+    pub fn reference_workload(&self) -> Workload {
+        self.reference_workload
+    }
+
+    /// Its calibration points, as resolved from the profile.
+    pub fn points(&self) -> &[CalPoint] {
+        &self.points
+    }
+
+    /// The digest of every input of its fit ([`Device::state`] compares it
+    /// with the profile's `fitted-digest`).
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Its calibration state.
+    pub fn state(&self) -> &CalibrationState {
+        &self.state
+    }
+
+    /// The same device predicting with `model` instead of its own (a
+    /// calibration's trial parameters, or a test's known truth).
+    pub fn with_model(&self, model: DeviceModel) -> Device {
+        Device { model, ..self.clone() }
+    }
+
+    /// This device with its profile, model and points changed by `f`, its
+    /// derived state kept as it was: for tests that build a device of known
+    /// truth.
+    #[cfg(test)]
+    pub(crate) fn changed(mut self, f: impl FnOnce(&mut ProfileToml, &mut DeviceModel, &mut Vec<CalPoint>)) -> Device {
+        f(&mut self.profile, &mut self.model, &mut self.points);
+        self
+    }
+
+    /// The id used on the command line.
+    pub fn id(&self) -> &str {
+        &self.profile.device.id
+    }
+
+    /// Validate a parsed profile and build the device from it: every
+    /// problem reported at once ([`build::validate`]), then the numeric
+    /// model, budgets, points and calibration state ([`build::build`]).
+    pub fn from_profile(profile: ProfileToml, origin: Origin) -> Result<Self, ProfileError> {
+        let checked =
+            build::validate(&profile).map_err(|problems| ProfileError { file: origin.to_string(), problems })?;
+        Ok(build::build(profile, origin, checked))
+    }
+
+    /// Whether this is the machine pocketbench runs on.
+    pub fn is_local(&self) -> bool {
+        self.profile.transport == Transport::Local
+    }
+
+    /// One line naming the calibration behind this device's predictions,
+    /// and the command that fixes it when it is not a fit of this device.
+    pub fn calibration_label(&self) -> String {
+        let fix = self.state.fix(self.id(), self.is_local()).map_or(String::new(), |c| format!(": run `{c}`"));
+        format!("profile `{}` from {}, {}{fix}", self.id(), self.origin, self.state)
+    }
+
+    /// What a sweep says once about a device whose predictions do not rest
+    /// on a fit of it as it is now (`None` when they do, or when a remote
+    /// device carries documented priors).
+    pub fn calibration_warning(&self) -> Option<String> {
+        let id = self.id();
+        match (&self.state, self.is_local()) {
+            (CalibrationState::Calibrated { .. }, _) | (CalibrationState::Priors, false) => None,
+            (state @ (CalibrationState::OtherMachine { .. } | CalibrationState::OtherEngine { .. }), true) => Some(format!(
+                "device `{id}` is {state}: its predictions on this machine are priors, not a calibration of it (measured results are unaffected); calibrate this machine with `pocketbench calibrate --device {id} --measure --quick` (about 3 minutes) or `--measure` (under 10)"
+            )),
+            (CalibrationState::Priors, true) => Some(format!(
+                "device `{id}` has no calibration of this machine: its predictions are documented priors (measured results are unaffected); calibrate it with `pocketbench calibrate --device {id} --measure --quick` (about 3 minutes) or `--measure` (under 10)"
+            )),
+            (state, _) => Some(format!("device `{id}`: calibration {state}")),
+        }
+    }
+
+    /// The thread count the fitted points were measured at, when they name
+    /// one and agree on it.
+    pub fn calibrated_threads(&self) -> Option<u32> {
+        let mut t = self.points.iter().filter(|p| !p.holdout).map(|p| p.threads);
+        let first = t.next()??;
+        t.all(|x| x == Some(first)).then_some(first)
+    }
+
+    /// For a local device: whether its points were measured on `here` and
+    /// through this binary's engine build; sets [`CalibrationState::OtherMachine`]
+    /// or [`CalibrationState::OtherEngine`] when not. A point without a
+    /// recorded machine counts as another machine's. Held-out points do not
+    /// decide (they are not fitted to).
+    pub fn assess_on(&mut self, here: &crate::probe::HostFacts) {
+        if !self.is_local() || self.points.is_empty() {
+            return;
+        }
+        let fitted = || self.points.iter().filter(|p| !p.holdout);
+        if let Some(p) = fitted().find(|p| p.machine.as_deref() != Some(here.fingerprint.as_str())) {
+            let cpu = p.cpu.clone().unwrap_or_else(|| "an unrecorded machine".into());
+            self.state = CalibrationState::OtherMachine { cpu };
+            return;
+        }
+        let build = self.profile.engine.probe.build();
+        if let Some(p) = fitted().find(|p| p.engine_build.as_deref() != Some(build.as_str())) {
+            let build = p.engine_build.clone().unwrap_or_else(|| "an unrecorded build".into());
+            self.state = CalibrationState::OtherEngine { build };
+        }
+    }
+}
+
+/// Parse and validate one profile file.
+pub fn load_file(path: &Path) -> Result<Device, crate::Error> {
+    let profile: ProfileToml = crate::config::load(path)?;
+    Ok(Device::from_profile(profile, Origin::File(path.to_path_buf()))?)
+}
+
+/// Parse and validate profile text.
+pub fn parse(origin: Origin, text: &str) -> Result<Device, crate::Error> {
+    let profile: ProfileToml = crate::config::parse(Path::new(&origin.to_string()), text)
+        .map_err(|e: ConfigError| crate::Error::Config(Box::new(e)))?;
+    Ok(Device::from_profile(profile, origin)?)
+}

@@ -1,0 +1,351 @@
+//! pocketbench-probe: the process that runs on a device. It loads a
+//! configuration's model file, runs the workload (prefill, then decode one
+//! token at a time with a KV cache) after a warm-up, for N repetitions, and
+//! reports what it really did, each figure with how it was obtained.
+//!
+//! This crate is everything a device needs and nothing it does not: the
+//! timing loop ([`run`]), the engines ([`native`], [`engine`], the external
+//! tools), the kernels ([`kernels`]), the meters ([`meter`]), the spec and
+//! result it reads and writes ([`ProbeSpec`], [`ProbeResult`], versioned by
+//! [`SCHEMA`]) and the process's entry ([`entry`]). It depends on no CLI,
+//! TOML, plotting or database crate, so it builds as a small static
+//! executable for a phone (`cargo build -p pocketbench-probe --release
+//! --target aarch64-unknown-linux-musl`); the harness (`pocketbench`)
+//! depends on it, never the other way round. The vocabulary both share
+//! (shapes, quantization, workloads, units, ids) is `pocketbench-types`.
+//!
+//! On the host the probe runs as a child process of the sweep (the harness's
+//! runner), so one configuration's peak memory never leaks into the next; the
+//! model file is built beforehand ([`gguf`]), so the peak reflects loading
+//! and running the model as an app would, not generating weights.
+#![deny(missing_docs)]
+
+pub mod energy;
+pub mod engine;
+pub mod entry;
+pub mod external;
+pub mod gguf;
+mod host;
+pub mod hostinfo;
+pub mod kernels;
+mod kind;
+#[cfg(feature = "llama")]
+pub mod llama;
+pub mod meter;
+pub mod native;
+mod spec;
+pub mod thermal;
+mod tools;
+
+pub use host::{BuildInfo, HostFacts};
+pub use kind::{Engine, EngineKind, UnknownEngine, Unrunnable};
+pub use spec::{
+    ProbeBandwidth, ProbeError, ProbeResult, ProbeSpec, Rep, SchemaError, MAX_REPS, PROBE_BANDWIDTH_BYTES, SCHEMA,
+};
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use candle_core::quantized::GgmlDType;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::meter::MemoryStatus;
+use pocketbench_types::arch::Shape;
+
+fn prompt(spec: &ProbeSpec, n: u32) -> Vec<u32> {
+    let mut rng = StdRng::seed_from_u64(spec.seed);
+    (0..n).map(|_| rng.random_range(0..spec.shape.vocab)).collect()
+}
+
+/// Run the workload once; returns (prefill, ttft, decode) seconds.
+fn run_once(m: &mut dyn Engine, tokens: &[u32], gen: u32) -> Result<(f64, f64, f64), ProbeError> {
+    m.reset()?;
+    let t0 = Instant::now();
+    let mut next = m.step(tokens, 0)?;
+    let prefill = t0.elapsed().as_secs_f64();
+    let ttft = prefill; // the first token is the argmax of the prefill's logits
+    let decode = decode_loop(m, &mut next, tokens.len(), gen)?;
+    Ok((prefill, ttft, decode))
+}
+
+/// The timed decode loop: `gen` greedy steps from position `offset`, each
+/// fed the previous token; returns seconds. Two clock reads per run and one
+/// virtual call per token are all it adds to the engine's own work (the
+/// `decode` benchmark times it around an engine that does nothing).
+pub fn decode_loop(m: &mut dyn Engine, next: &mut u32, offset: usize, gen: u32) -> Result<f64, ProbeError> {
+    let t = Instant::now();
+    for i in 0..gen as usize {
+        *next = m.step(&[*next], offset + i)?;
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// The engine-independent part of a probe: warm-up, the idle draw, timed
+/// repetitions (each after cooling down where the spec asks, with energy
+/// and temperatures around it), the peak read before any reload, then the
+/// timed reloads that give the later repetitions their load time.
+fn measure(
+    spec: &ProbeSpec,
+    m: &mut dyn Engine,
+    first_load_s: f64,
+    reload: &mut dyn FnMut() -> Result<f64, engine::EngineError>,
+    energy: &mut energy::Session,
+) -> Result<(Vec<Rep>, u64), ProbeError> {
+    let tokens = prompt(spec, spec.workload.prompt);
+    // Warm up with one short run so first-touch page faults and lazy
+    // initialisation are not timed.
+    run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4))?;
+    energy.idle(energy::IDLE_WINDOW);
+    let zones = thermal::zones_root();
+    let mut reps = Vec::with_capacity(spec.reps as usize);
+    for _ in 0..spec.reps {
+        let mut heat = thermal::before_rep(&zones, spec.cooling, thermal::POLL);
+        energy.start();
+        let (prefill_s, ttft_s, decode_s) = run_once(m, &tokens, spec.workload.gen)?;
+        let reading = energy.stop();
+        thermal::after_rep(&zones, &mut heat);
+        reps.push(Rep {
+            load_s: Some(first_load_s),
+            prefill_s,
+            ttft_s,
+            decode_s,
+            prefill_tok_s: spec.workload.prompt as f64 / prefill_s,
+            decode_tok_s: spec.workload.gen as f64 / decode_s,
+            energy: reading,
+            thermal: heat,
+        });
+    }
+    // The peak is read before any reload: a second model in the process, or
+    // the allocator's reuse of a freed one, is not what an app pays.
+    let peak = MemoryStatus::current().map_or(0, |m| m.vm_hwm);
+    for rep in reps.iter_mut().skip(1) {
+        rep.load_s = Some(reload()?);
+    }
+    Ok((reps, peak))
+}
+
+#[cfg(feature = "candle-transformers")]
+fn measure_candle_transformers(spec: &ProbeSpec, energy: &mut energy::Session) -> Result<(Vec<Rep>, u64), ProbeError> {
+    let t = Instant::now();
+    let mut m = engine::CandleModel::load(&spec.model)?;
+    let first = t.elapsed().as_secs_f64();
+    let mut reload = || {
+        let t = Instant::now();
+        drop(engine::CandleModel::load(&spec.model)?);
+        Ok(t.elapsed().as_secs_f64())
+    };
+    measure(spec, &mut m, first, &mut reload, energy)
+}
+
+/// Run the probe in this process. `energy` is started and stopped around
+/// each repetition's prefill + decode.
+pub fn run(
+    spec: &ProbeSpec,
+    meter: Option<Box<dyn crate::meter::EnergyMeter>>,
+    energy_not_measured: Option<String>,
+) -> Result<ProbeResult, ProbeError> {
+    spec.validate()?;
+    if !spec.engine.available() {
+        return Err(ProbeError::Spec(spec.engine.unavailable_because()));
+    }
+    match spec.engine {
+        EngineKind::LlamaBench => return tools::llama_bench(spec, energy_not_measured),
+        EngineKind::MnnLlmBench => return tools::mnn_llm_bench(spec, energy_not_measured),
+        _ => {}
+    }
+    let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
+    let engine = spec.engine;
+    let mut energy = energy::Session::new(meter, energy_not_measured);
+    let (mut reps, peak, held) = measure_engine(spec, &mut energy)?;
+    // After the peak was read (inside `measure`), so the buffer is not counted.
+    let read_bandwidth = ProbeBandwidth::measure(spec.threads);
+    // Read before `finish`: a meter lost mid-way is already gone, and says why.
+    let energy_method = energy.method();
+    let (figures, energy_not_measured) = energy.finish(&mut reps);
+    let methods = methods(spec, &reps, energy_method, figures.describe(), held);
+    Ok(ProbeResult {
+        schema: SCHEMA,
+        config_id: spec.shape.id(),
+        engine: engine.name().into(),
+        // After the load, which chose the kernel variants on the engine's threads.
+        engine_version: engine.version(),
+        workload: spec.workload,
+        threads: spec.threads,
+        warmup: 1,
+        reps,
+        baseline_rss_bytes: baseline,
+        peak_hwm_bytes: peak,
+        peak_increase_bytes: peak.saturating_sub(baseline),
+        model_file_bytes: std::fs::metadata(&spec.model).map_or(0, |m| m.len()),
+        energy_not_measured,
+        energy: figures,
+        read_bandwidth: Some(read_bandwidth),
+        host: HostFacts::collect(),
+        device_props: BTreeMap::new(),
+        build: BuildInfo::current(),
+        methods,
+    })
+}
+
+/// The repetitions and peak memory of `spec` through its in-process engine,
+/// and for the native engine the bytes of matrices it held and how many
+/// share scales.
+#[allow(clippy::type_complexity)]
+fn measure_engine(
+    spec: &ProbeSpec,
+    energy: &mut energy::Session,
+) -> Result<(Vec<Rep>, u64, Option<(usize, usize)>), ProbeError> {
+    let mut held = None;
+    let (reps, peak) = match spec.engine {
+        EngineKind::Native => {
+            // No fallback: a file the native kernels do not run is refused,
+            // never measured on a slower engine under this one's name.
+            let context = spec.workload.context as usize;
+            let load = || {
+                native::NativeModel::load(&spec.model, spec.threads as usize, context)
+                    .map_err(native::LoadError::into_engine)
+            };
+            let t = Instant::now();
+            let mut m = load()?;
+            let first = t.elapsed().as_secs_f64();
+            held = Some(m.weight_bytes());
+            let mut reload = || {
+                let t = Instant::now();
+                drop(load()?);
+                Ok(t.elapsed().as_secs_f64())
+            };
+            measure(spec, &mut m, first, &mut reload, energy)?
+        }
+        #[cfg(feature = "candle-transformers")]
+        EngineKind::CandleTransformers => measure_candle_transformers(spec, energy)?,
+        #[cfg(not(feature = "candle-transformers"))]
+        EngineKind::CandleTransformers => unreachable!("checked by available()"),
+        #[cfg(feature = "llama")]
+        EngineKind::LlamaCpp => llama::with_engine(spec, |m, first, reload| measure(spec, m, first, reload, energy))??,
+        #[cfg(not(feature = "llama"))]
+        EngineKind::LlamaCpp => unreachable!("checked by available()"),
+        EngineKind::LlamaBench | EngineKind::MnnLlmBench => unreachable!("run as external tools"),
+    };
+    Ok((reps, peak, held))
+}
+
+/// How the thermal readings were taken, where there were any.
+fn thermal_method(spec: &ProbeSpec, reps: &[Rep]) -> Option<String> {
+    let hot = reps.iter().filter(|r| r.thermal.as_ref().is_some_and(|t| t.hot)).count();
+    reps.iter().find_map(|r| r.thermal.as_ref()).map(|t| match spec.cooling {
+        Some(c) => format!(
+            "hottest of the thermal zones at the start and end of each repetition ({}); cooled to {} C (at most {} s) \
+             before each{}",
+            t.source,
+            c.cool_to_c,
+            c.timeout_s,
+            if hot > 0 { format!("; {hot} repetition(s) started hot after the timeout") } else { String::new() }
+        ),
+        None => format!(
+            "hottest of the thermal zones at the start and end of each repetition ({}); no cooling asked",
+            t.source
+        ),
+    })
+}
+
+/// How each figure of the result was taken, and what ran: the kernels, the
+/// weights' storage and memory, caveats.
+fn methods(
+    spec: &ProbeSpec,
+    reps: &[Rep],
+    energy_method: String,
+    net: Option<String>,
+    held: Option<(usize, usize)>,
+) -> BTreeMap<String, String> {
+    let native = spec.engine == EngineKind::Native;
+    let q4k = gguf::ggml_dtype(spec.shape.quant).ok() == Some(GgmlDType::Q4K);
+    [
+        ("load_s", "timer (std::time::Instant) around loading the GGUF; repetitions after the first time reloads made after the peak was read"),
+        ("prefill_s", "timer around one forward pass over the whole prompt"),
+        (
+            "read_bandwidth",
+            "sum over a fresh 256 MiB buffer (advised MADV_HUGEPAGE, as the weights) by the probe's threads right after the repetitions, best of 3 passes (timer)",
+        ),
+        ("ttft_s", "timer from the start of prefill to the greedy first token"),
+        ("decode_s", "timer around `gen` single-token forward passes with the KV cache, argmax included"),
+        (
+            "peak_increase_bytes",
+            "VmHWM after load, warm-up and every repetition minus VmRSS before the load (/proc/self/status), fresh process",
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .chain(std::iter::once(("energy".to_string(), energy_method)))
+    .chain(net.map(|n| ("energy_j_per_run".to_string(), n)))
+    .chain(thermal_method(spec, reps).map(|t| ("thermal".to_string(), t)))
+    .chain(native.then(|| ("kernels".to_string(), crate::kernels::x8_choice().describe())))
+    .chain(native.then(|| {
+        (
+            "weights_memory".to_string(),
+            format!(
+                "matrices of 2 MiB and more in anonymous mappings advised MADV_HUGEPAGE before they are read \
+                 (Linux); transparent huge pages on this machine: {}",
+                crate::kernels::transparent_huge_pages().unwrap_or_else(|| "not reported".into())
+            ),
+        )
+    }))
+    .chain((native && q4k).then(|| {
+        (
+            "caveat".to_string(),
+            "q4_k is repacked at load eight rows at a time with its 6-bit sub-block scales and minimums as \
+             bytes: 4.625 bits per weight in memory against the file's 4.5, so its weights take about 2.8% \
+             more memory and bandwidth than ggml's packing (docs: Engines, Storage types)"
+                .to_string(),
+        )
+    }))
+    .chain(gguf::Storage::of(spec.shape.quant).ok().map(|st| ("weights".to_string(), st.describe(spec.shape.quant))))
+    .chain(held.map(|held| ("weights_in_memory".to_string(), held_in_memory(spec, held))))
+    .collect()
+}
+
+/// The native engine's matrices in memory against the file's size.
+fn held_in_memory(spec: &ProbeSpec, (bytes, shared): (usize, usize)) -> String {
+    let file = std::fs::metadata(&spec.model).map_or(String::new(), |m| format!(" (the file: {} bytes)", m.len()));
+    let how = if shared > 0 {
+        format!(
+            "; {shared} 4-bit matrices keep each group's scale{} once for the blocks the file repeats it in",
+            if gguf::ggml_dtype(spec.shape.quant).ok() == Some(GgmlDType::Q4_1) { " and minimum" } else { "" }
+        )
+    } else {
+        String::new()
+    };
+    format!("{bytes} bytes of matrices held by the native engine{file}{how}")
+}
+
+/// Where built model files are cached: `$POCKETBENCH_CACHE`, else
+/// `$XDG_CACHE_HOME/pocketbench`, else `~/.cache/pocketbench`, else a temp dir.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("POCKETBENCH_CACHE") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("pocketbench");
+    }
+    if let Some(h) = std::env::var_os("HOME") {
+        return PathBuf::from(h).join(".cache/pocketbench");
+    }
+    std::env::temp_dir().join("pocketbench")
+}
+
+/// The cached model file of a shape (built when missing), seeded by its id.
+pub fn model_file(shape: &Shape, cache: &Path) -> Result<PathBuf, gguf::GgufError> {
+    let path = cache.join("gguf").join(format!("{}.gguf", shape.id()));
+    if !path.exists() {
+        gguf::write_model(shape, seed_of(shape), &path)?;
+    }
+    Ok(path)
+}
+
+/// The weight seed of a shape: derived from its id, so the same shape always
+/// has the same weights on every machine.
+pub fn seed_of(shape: &Shape) -> u64 {
+    pocketbench_types::fnv1a(shape.canonical().as_bytes())
+}
