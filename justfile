@@ -19,7 +19,7 @@ bench-engines:
     cargo bench -p pocketbench-probe --bench kernels
     cargo bench -p pocketbench-probe --features llama --bench decode
 
-# The built-in engine (`candle`) and the llama.cpp engine against llama-bench on
+# The built-in engine (`native`) and the llama.cpp engine against llama-bench on
 # the same GGUF, quantization and threads, in alternating processes (this host
 # drifts), decode (1+128) then prefill (512+1), each as a ratio to the
 # llama-bench run just before it. Needs a llama-bench of your own, on PATH or in
@@ -29,7 +29,7 @@ compare-llama-bench preset="mnn-pocket-0.3b" quant="q4_0" threads="2" rounds="3"
     for i in $(seq {{rounds}}); do \
       for w in "--prompt 1 --gen 128 decode_tok_s" "--prompt 512 --gen 1 prefill_tok_s"; do \
         set -- $w; base=""; \
-        for e in llama-bench candle llama.cpp; do \
+        for e in llama-bench native llama.cpp; do \
           v=$(./target/release/pocketbench run --preset {{preset}} --quant "{{quant}}" --device host-llama --engine $e --threads {{threads}} $1 $2 $3 $4 --json 2>/dev/null \
             | python3 -c "import json,sys; print(round(json.load(sys.stdin)['$5'], 1))" || echo failed); \
           [ -z "$base" ] && base=$v; \
@@ -60,7 +60,7 @@ build-llama:
     cargo build --release --features llama
 
 # Measure one preset on this host (e.g. `just run mnn-pocket-0.3b llama.cpp`).
-run preset="mnn-pocket-0.3b" engine="candle":
+run preset="mnn-pocket-0.3b" engine="native":
     cargo run --release --features llama -- run --preset {{preset}} --device host --engine {{engine}}
 
 # The AArch64 (phone) kernels and native engine under qemu-aarch64, as CI runs
@@ -70,3 +70,7 @@ test-aarch64:
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
     CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu" POCKETBENCH_EXPECT_DOTPROD=1 \
     sh -c 'cargo test -p pocketbench-probe --target aarch64-unknown-linux-gnu --lib kernels && cargo test -p pocketbench-probe --target aarch64-unknown-linux-gnu --test native'
+
+# The book under docs/ (needs mdbook: `cargo install mdbook --version 0.4.52 --no-default-features`).
+docs:
+    mdbook build docs
