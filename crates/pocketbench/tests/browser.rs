@@ -125,9 +125,10 @@ fn the_report_renders_in_headless_chromium() {
     }
 }
 
-/// Two real host sweeps of one shape (the second measured at 1 thread, so
-/// slower), the baseline in a folder whose name is hostile markup, and the
-/// second's report rendered with `report OUT --baseline B`.
+/// Two real host sweeps of one shape (the second measured at 1 thread
+/// through the portable kernels, so slower, as tests/gate.rs slows its
+/// candidate), the baseline in a folder whose name is hostile markup, and
+/// the second's report rendered with `report OUT --baseline B`.
 fn comparison_report(dir: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap();
     let sweep = dir.join("cmp.toml");
@@ -144,8 +145,12 @@ fn comparison_report(dir: &Path) -> PathBuf {
     };
     let baseline = dir.join("b<img src=x onerror=alert(3)>");
     let candidate = dir.join("candidate");
-    for (threads, out) in [("2", &baseline), ("1", &candidate)] {
-        let st = pb()
+    for (threads, kernels, out) in [("2", None, &baseline), ("1", Some("portable"), &candidate)] {
+        let mut c = pb();
+        if let Some(k) = kernels {
+            c.env("POCKETBENCH_KERNELS", k);
+        }
+        let st = c
             .arg("sweep")
             .arg(&sweep)
             .args(["--measure", "all", "--reps", "6", "--threads", threads, "-q", "--out"])

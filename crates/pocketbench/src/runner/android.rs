@@ -235,7 +235,11 @@ impl Runner for AndroidRunner {
             job.threads,
             quote(&format!("{REMOTE_ROOT}/probe")),
         );
-        let outcome = self.shell(&run, job.limit() + SHORT);
+        // The probe enforces the job's own limit; the runner's is a backstop
+        // past it, for a probe that hangs: adb's margin, but never more than
+        // the limit itself for a short job (with at least 10 s for adb).
+        let margin = SHORT.min(job.limit().max(Duration::from_secs(10)));
+        let outcome = self.shell(&run, job.limit() + margin);
         if matches!(outcome, Err(Failure::Timeout { .. })) {
             let pid = quote(&format!("{job_dir}/probe.pid"));
             let _ = self.shell(&format!("kill -9 \"$(cat {pid})\" 2>/dev/null"), SHORT);
