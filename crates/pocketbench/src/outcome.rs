@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::device::Device;
-use crate::pareto::{frontier, hypervolume, Objective};
+use crate::pareto::{frontier4, hypervolume, Objective};
 use crate::record::Record;
 use crate::runner::Failure;
 
@@ -61,11 +61,108 @@ pub struct DeviceSummary {
 pub struct Outcome {
     /// Per-device summaries, in plan order.
     pub devices: Vec<DeviceSummary>,
-    /// One record per configuration x device, device-major.
+    /// One record per configuration x device, device-major in plan order;
+    /// for a sweep of more than [`FULL_RESULTS`] records, the records a
+    /// report shows ([`keeps`]), the rest counted in `omitted`.
     pub results: Vec<Record>,
     /// Measurements that produced no result.
     #[serde(default)]
     pub failures: Vec<FailedMeasurement>,
+    /// Records of the sweep left out of `results` (every one of them is in
+    /// the store); absent when none is.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Records an outcome holds in full. Beyond, it keeps per device the
+/// records a report shows (the frontier, the best and largest feasible,
+/// every measurement, and an evenly spread sample of about
+/// [`SAMPLE_PER_DEVICE`]), so that a sweep of millions of records is held,
+/// exported and rendered in bounded memory; the store keeps every record.
+pub const FULL_RESULTS: usize = 200_000;
+
+/// Records of the spread sample an outcome beyond [`FULL_RESULTS`] keeps per device.
+pub const SAMPLE_PER_DEVICE: usize = 4_000;
+
+/// How many records an outcome holds: every one up to `full`, beyond it
+/// the ones a report shows with a sample of about `sample` a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Records held in full.
+    pub full: usize,
+    /// The spread sample per device beyond.
+    pub sample: usize,
+}
+
+/// The limits every command uses ([`FULL_RESULTS`], [`SAMPLE_PER_DEVICE`]).
+pub const LIMITS: Limits = Limits { full: FULL_RESULTS, sample: SAMPLE_PER_DEVICE };
+
+/// The figures of one record that its device's frontier and summary are
+/// computed from, without the record (a few dozen bytes, where a record
+/// with its texts takes a few kilobytes).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Point {
+    /// The configuration id as a number (ids are 12 hex digits).
+    pub id: u64,
+    /// Every applicable budget passes.
+    pub feasible: bool,
+    /// Capability.
+    pub capability: f64,
+    /// Decode tok/s.
+    pub decode_tok_s: f64,
+    /// Peak memory increase, MB.
+    pub peak_mem_mb: f64,
+    /// Energy per run, J.
+    pub energy_j: f64,
+    /// All parameters.
+    pub params_total: u64,
+}
+
+impl Point {
+    /// The point of a record.
+    pub fn of(r: &Record) -> Point {
+        Point {
+            id: id_number(&r.config_id),
+            feasible: r.feasible,
+            capability: r.capability,
+            decode_tok_s: r.decode_tok_s,
+            peak_mem_mb: r.peak_mem_increase_mb,
+            energy_j: r.energy_j_per_run,
+            params_total: r.params_total,
+        }
+    }
+
+    /// Its configuration id as text.
+    pub fn config_id(&self) -> String {
+        format!("{:012x}", self.id)
+    }
+}
+
+/// A configuration id as a number (its hex digits; 0 for a malformed one).
+pub fn id_number(config_id: &str) -> u64 {
+    u64::from_str_radix(config_id, 16).unwrap_or(0)
+}
+
+/// Which of a device's points an outcome beyond [`FULL_RESULTS`] keeps:
+/// the frontier, the best and largest feasible, and a sample spread evenly
+/// over the configuration ids (a function of the points alone, so a store
+/// re-read keeps the very records the sweep kept).
+pub fn keeps(points: &[Point], on_frontier: &[bool], summary: &DeviceSummary, sample: usize) -> Vec<bool> {
+    let stride = (points.len() / sample.max(1)).max(1) as u64;
+    let named = |p: &Point, id: &Option<String>| id.as_deref().is_some_and(|id| id_number(id) == p.id);
+    points
+        .iter()
+        .zip(on_frontier)
+        .map(|(p, f)| {
+            *f || named(p, &summary.best_feasible)
+                || named(p, &summary.largest_feasible)
+                || (p.id >> 4).is_multiple_of(stride)
+        })
+        .collect()
 }
 
 impl Outcome {
@@ -98,7 +195,7 @@ impl Outcome {
             }
         }
         let (devices, per_device) = frontiers(per_device, &headers, objectives);
-        Outcome { devices, results: per_device.into_iter().flatten().collect(), failures }
+        Outcome { devices, results: per_device.into_iter().flatten().collect(), failures, omitted: 0 }
     }
 }
 
@@ -142,18 +239,21 @@ pub fn frontiers(
     done.into_iter().map(|(_, s, r)| (s, r)).unzip()
 }
 
-/// Normalised "more is better" coordinates of a record (see [`crate::pareto`]).
-fn coords(r: &Record, objectives: &[Objective], worst_energy: f64) -> Vec<f64> {
-    objectives
-        .iter()
-        .map(|o| match o {
-            Objective::Capability => r.capability / 100.0,
-            Objective::Decode => r.decode_tok_s / r.budgets.decode.limit.unwrap_or(1.0) - 1.0,
-            Objective::Memory => 1.0 - r.peak_mem_increase_mb / r.budgets.memory.limit.unwrap_or(f64::INFINITY),
+/// Normalised "more is better" coordinates of a point under `header`'s
+/// budgets (see [`crate::pareto`]), in `objectives` order, padded with
+/// zeros to four.
+fn coords(p: &Point, header: &DeviceSummary, objectives: &[Objective], worst_energy: f64) -> [f64; 4] {
+    let mut c = [0.0; 4];
+    for (c, o) in c.iter_mut().zip(objectives) {
+        *c = match o {
+            Objective::Capability => p.capability / 100.0,
+            Objective::Decode => p.decode_tok_s / header.budget_decode_tok_s - 1.0,
+            Objective::Memory => 1.0 - p.peak_mem_mb / header.budget_memory_mb,
             // Without a battery budget the worst feasible energy is the reference.
-            Objective::Energy => 1.0 - r.energy_j_per_run / r.budgets.energy.limit.unwrap_or(worst_energy),
-        })
-        .collect()
+            Objective::Energy => 1.0 - p.energy_j / header.budget_energy_j.unwrap_or(worst_energy),
+        };
+    }
+    c
 }
 
 impl DeviceSummary {
@@ -178,39 +278,47 @@ impl DeviceSummary {
 /// records, so a report re-rendered from a store, or a merge of shards,
 /// recomputes it exactly.
 pub fn mark_frontier(recs: &mut [Record], header: &DeviceSummary, objectives: &[Objective]) -> DeviceSummary {
-    let feasible: Vec<usize> = (0..recs.len()).filter(|i| recs[*i].feasible).collect();
-    let worst_energy = feasible.iter().map(|i| recs[*i].energy_j_per_run).fold(0.0, f64::max) * 1.0001;
-    let pts: Vec<Vec<f64>> = feasible.iter().map(|i| coords(&recs[*i], objectives, worst_energy)).collect();
-    let on = frontier(&pts);
-    for r in recs.iter_mut() {
-        r.on_frontier = false;
+    let points: Vec<Point> = recs.iter().map(Point::of).collect();
+    let (summary, on) = summarize(&points, header, objectives);
+    for (r, on) in recs.iter_mut().zip(on) {
+        r.on_frontier = on;
     }
+    summary
+}
+
+/// A device's summary under `header`, and which of its points lie on its
+/// Pareto frontier of feasible configurations (in `points` order).
+pub fn summarize(points: &[Point], header: &DeviceSummary, objectives: &[Objective]) -> (DeviceSummary, Vec<bool>) {
+    let feasible: Vec<usize> = (0..points.len()).filter(|i| points[*i].feasible).collect();
+    let worst_energy = feasible.iter().map(|i| points[*i].energy_j).fold(0.0, f64::max) * 1.0001;
+    let pts: Vec<[f64; 4]> = feasible.iter().map(|i| coords(&points[*i], header, objectives, worst_energy)).collect();
+    let on = frontier4(&pts);
+    let mut flags = vec![false; points.len()];
     for (k, i) in feasible.iter().enumerate() {
-        recs[*i].on_frontier = on[k];
+        flags[*i] = on[k];
     }
-    let front: Vec<Vec<f64>> = pts.iter().zip(&on).filter(|(_, o)| **o).map(|(p, _)| p.clone()).collect();
+    let n = objectives.len().min(4);
+    let front: Vec<Vec<f64>> = pts.iter().zip(&on).filter(|(_, o)| **o).map(|(p, _)| p[..n].to_vec()).collect();
     let best = feasible.iter().copied().max_by(|a, b| {
-        let (x, y) = (&recs[*a], &recs[*b]);
+        let (x, y) = (&points[*a], &points[*b]);
         x.capability
             .total_cmp(&y.capability)
             .then(x.decode_tok_s.total_cmp(&y.decode_tok_s))
-            .then(y.peak_mem_increase_mb.total_cmp(&x.peak_mem_increase_mb))
-            .then(y.config_id.cmp(&x.config_id))
+            .then(y.peak_mem_mb.total_cmp(&x.peak_mem_mb))
+            .then(y.id.cmp(&x.id))
     });
     let largest = feasible.iter().copied().max_by(|a, b| {
-        let (x, y) = (&recs[*a], &recs[*b]);
-        x.params_total
-            .cmp(&y.params_total)
-            .then(x.capability.total_cmp(&y.capability))
-            .then(y.config_id.cmp(&x.config_id))
+        let (x, y) = (&points[*a], &points[*b]);
+        x.params_total.cmp(&y.params_total).then(x.capability.total_cmp(&y.capability)).then(y.id.cmp(&x.id))
     });
-    DeviceSummary {
-        configs: recs.len(),
+    let summary = DeviceSummary {
+        configs: points.len(),
         feasible: feasible.len(),
         frontier: front.len(),
         hypervolume: hypervolume(&front),
-        best_feasible: best.map(|i| recs[i].config_id.clone()),
-        largest_feasible: largest.map(|i| recs[i].config_id.clone()),
+        best_feasible: best.map(|i| points[i].config_id()),
+        largest_feasible: largest.map(|i| points[i].config_id()),
         ..header.clone()
-    }
+    };
+    (summary, flags)
 }

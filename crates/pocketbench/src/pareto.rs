@@ -74,6 +74,32 @@ pub fn dominates(a: &[f64], b: &[f64]) -> bool {
     better
 }
 
+/// [`frontier`] of points of at most four coordinates, each padded with
+/// zeros to four (a padding equal everywhere changes no dominance): one
+/// array per point instead of one allocation, for the millions of points of
+/// a large sweep.
+pub fn frontier4(points: &[[f64; 4]]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..points.len()).collect();
+    order.sort_by(|a, b| {
+        points[*b]
+            .iter()
+            .zip(&points[*a])
+            .map(|(x, y)| x.total_cmp(y))
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut on = vec![false; points.len()];
+    let mut front: Vec<[f64; 4]> = Vec::new();
+    for &i in &order {
+        let p = &points[i];
+        if !front.iter().any(|f| dominates(f, p)) {
+            front.push(*p);
+            on[i] = true;
+        }
+    }
+    on
+}
+
 /// Which points are non-dominated. Duplicates of a frontier point are all kept.
 pub fn frontier(points: &[Vec<f64>]) -> Vec<bool> {
     // In lexicographically descending order a dominating point always comes

@@ -16,6 +16,14 @@ impl Exporter for ResultsJson {
     fn file_name(&self) -> &'static str {
         "results.json"
     }
+    fn write(&self, report: &SweepReport, out: &mut dyn std::io::Write) -> Result<(), std::io::Error> {
+        if report.outcome.results.len() <= PRETTY_UP_TO {
+            serde_json::to_writer_pretty(&mut *out, report)?;
+        } else {
+            serde_json::to_writer(&mut *out, report)?;
+        }
+        out.write_all(b"\n")
+    }
     fn render(&self, report: &SweepReport) -> Result<String, ReportError> {
         let json = if report.outcome.results.len() <= PRETTY_UP_TO {
             serde_json::to_string_pretty(report)
@@ -36,6 +44,13 @@ pub struct ResultsJsonl;
 impl Exporter for ResultsJsonl {
     fn file_name(&self) -> &'static str {
         "results.jsonl"
+    }
+    fn write(&self, report: &SweepReport, out: &mut dyn std::io::Write) -> Result<(), std::io::Error> {
+        for r in &report.outcome.results {
+            serde_json::to_writer(&mut *out, r)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
     }
     fn render(&self, report: &SweepReport) -> Result<String, ReportError> {
         let mut s = String::new();

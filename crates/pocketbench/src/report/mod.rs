@@ -152,6 +152,13 @@ pub trait Exporter: Sync {
     fn file_name(&self) -> &'static str;
     /// Render the report.
     fn render(&self, report: &SweepReport) -> Result<String, ReportError>;
+    /// Render the report into `out`: by default its [`Exporter::render`]
+    /// text; a format whose file grows with the sweep (the JSON of every
+    /// record) streams instead, so it is never held in memory whole.
+    fn write(&self, report: &SweepReport, out: &mut dyn std::io::Write) -> Result<(), std::io::Error> {
+        let text = self.render(report).map_err(std::io::Error::other)?;
+        out.write_all(text.as_bytes())
+    }
 }
 
 /// Rendering or writing a report failed.
@@ -210,10 +217,11 @@ pub fn write_all(
 fn write_files(dir: &Path, report: &SweepReport, exporters: &[Box<dyn Exporter>]) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Io { path: dir.to_path_buf(), source })?;
     let one = |e: &dyn Exporter| -> Result<PathBuf, ReportError> {
-        let text = e.render(report)?;
         let path = dir.join(e.file_name());
-        crate::calibrate::write_atomic(&path, text.as_bytes())
-            .map_err(|source| ReportError::Io { path: path.clone(), source })?;
+        write_through(&path, |w| e.write(report, w)).map_err(|source| match source.downcast::<ReportError>() {
+            Ok(e) => e,
+            Err(source) => ReportError::Io { path: path.clone(), source },
+        })?;
         Ok(path)
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, exporters.len().max(1));
@@ -248,6 +256,26 @@ fn write_files(dir: &Path, report: &SweepReport, exporters: &[Box<dyn Exporter>]
             })
         })
         .collect()
+}
+
+/// Write `path` through `f` into a temporary file beside it, renamed into
+/// place once whole, so an interrupted run never leaves a half-written
+/// export; a failure removes the temporary file.
+fn write_through(
+    path: &Path,
+    f: impl FnOnce(&mut dyn std::io::Write) -> Result<(), std::io::Error>,
+) -> Result<(), std::io::Error> {
+    let tmp = crate::probe::entry::temporary_sibling(path, "tmp~");
+    let written = std::fs::File::create(&tmp).and_then(|file| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        f(&mut w)?;
+        std::io::Write::flush(&mut w)?;
+        std::fs::rename(&tmp, path)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Read a `results.json` back.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use rusqlite::OptionalExtension;
 
 use super::{rows, DeviceRow, Identity, RunRow, Store, StoreError, SweepRow};
-use crate::outcome::{DeviceSummary, FailedMeasurement};
+use crate::outcome::{id_number, DeviceSummary, FailedMeasurement, Point};
 use crate::record::{Provenance, Record};
 
 impl Store {
@@ -238,11 +238,23 @@ impl Store {
     /// here rather than by SQL: an ORDER BY over a join of 100,000 wide rows
     /// cost SQLite half a second.
     fn query_rows(&self, cond: &str, p: &[&dyn rusqlite::ToSql]) -> Result<Vec<(Record, String)>, StoreError> {
+        self.query_rows_from("results r", cond, p)
+    }
+
+    /// [`Store::query_rows`] reading `results` as `from` (an index hint).
+    fn query_rows_from(
+        &self,
+        from: &str,
+        cond: &str,
+        p: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<(Record, String)>, StoreError> {
         let cals = self.calibrations()?;
         let position: HashMap<String, usize> =
             self.devices()?.into_iter().enumerate().map(|(i, d)| (d.header.device, i)).collect();
+        // CROSS JOIN keeps `results` the outer loop (SQLite's planner would
+        // otherwise scan every configuration to find a few results).
         let sql = format!(
-            "SELECT {}, r.job_key FROM results r JOIN configurations c ON c.id = r.config_id WHERE {cond} ORDER BY r.id",
+            "SELECT {}, r.job_key FROM {from} CROSS JOIN configurations c ON c.id = r.config_id WHERE {cond} ORDER BY r.id",
             rows::select_list()
         );
         let mut st = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
@@ -262,6 +274,67 @@ impl Store {
 
     fn query_records(&self, cond: &str, p: &[&dyn rusqlite::ToSql]) -> Result<Vec<Record>, StoreError> {
         Ok(self.query_rows(cond, p)?.into_iter().map(|(r, _)| r).collect())
+    }
+
+    /// Every stored result's [`Point`] (with `measured`, the measurements'
+    /// too), by device, oldest first, each with whether it is measured: what
+    /// the frontiers are computed from without reading the records. One pass
+    /// over the table in row order, where a query per device would read
+    /// every page once per device.
+    pub fn points(&self, measured: bool) -> Result<HashMap<String, Vec<(bool, Point)>>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT device, config_id, provenance, feasible, capability, decode_tok_s, peak_mem_increase_mb, \
+                 energy_j_per_run, params_total FROM results WHERE +provenance = 'predicted' OR (?1 AND +provenance = 'measured') \
+                 ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut rows = st.query([measured]).map_err(|e| self.err(e))?;
+        let mut out: HashMap<String, Vec<(bool, Point)>> = HashMap::new();
+        while let Some(r) = rows.next().map_err(|e| self.err(e))? {
+            let device = r.get_ref(0).and_then(|v| v.as_str().map_err(Into::into)).map_err(|e| self.err(e))?;
+            let point = Point {
+                id: id_number(r.get_ref(1).and_then(|v| v.as_str().map_err(Into::into)).map_err(|e| self.err(e))?),
+                feasible: r.get(3).map_err(|e| self.err(e))?,
+                capability: r.get(4).map_err(|e| self.err(e))?,
+                decode_tok_s: r.get(5).map_err(|e| self.err(e))?,
+                peak_mem_mb: r.get(6).map_err(|e| self.err(e))?,
+                energy_j: r.get(7).map_err(|e| self.err(e))?,
+                params_total: r.get::<_, i64>(8).map_err(|e| self.err(e))? as u64,
+            };
+            let measured =
+                r.get_ref(2).and_then(|v| v.as_str().map_err(Into::into)).map_err(|e| self.err(e))? == "measured";
+            match out.get_mut(device) {
+                Some(v) => v.push((measured, point)),
+                None => {
+                    out.insert(device.to_string(), vec![(measured, point)]);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The records of `device` of the configurations `ids` (predictions,
+    /// and with `measured` the measurements too), in plan order, oldest
+    /// first within a configuration.
+    pub fn records_of(&self, device: &str, ids: &[String], measured: bool) -> Result<Vec<Record>, StoreError> {
+        let mut out = Vec::with_capacity(ids.len());
+        let provenance =
+            if measured { "r.provenance IN ('predicted', 'measured')" } else { "r.provenance = 'predicted'" };
+        for batch in ids.chunks(500) {
+            let marks = vec!["?"; batch.len()].join(", ");
+            let cond = format!("r.device = ? AND {provenance} AND r.config_id IN ({marks})");
+            let mut p: Vec<&dyn rusqlite::ToSql> = vec![&device];
+            p.extend(batch.iter().map(|s| s as &dyn rusqlite::ToSql));
+            // The index led by the configuration (the unique one SQLite makes).
+            let from = "results r INDEXED BY sqlite_autoindex_results_1";
+            out.extend(self.query_rows_from(from, &cond, &p)?.into_iter().map(|(r, _)| r));
+        }
+        // Plan order (parameters, then id) over every batch; stable, so the
+        // oldest stays first within a configuration.
+        out.sort_by(|a, b| a.params_total.cmp(&b.params_total).then_with(|| a.config_id.cmp(&b.config_id)));
+        Ok(out)
     }
 
     /// Every stored record of a provenance, device-major in plan order.

@@ -157,16 +157,27 @@ impl Store {
         records: &[Record],
         calibration: &dyn Fn(&str) -> (String, String),
     ) -> Result<(), StoreError> {
+        self.insert_predicted_iter(records.iter(), calibration)
+    }
+
+    /// [`Store::insert_predicted`] of records as they come, [`BATCH`] per
+    /// transaction.
+    pub fn insert_predicted_iter<'r>(
+        &mut self,
+        records: impl Iterator<Item = &'r Record>,
+        calibration: &dyn Fn(&str) -> (String, String),
+    ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let run = self.run_id();
         let e = |x| sqlite(&path, x);
         let sql = insert_sql().replacen("INSERT OR REPLACE", "INSERT", 1);
-        for chunk in records.chunks(BATCH) {
+        let mut records = records.peekable();
+        let mut cal_ids: HashMap<String, i64> = HashMap::new();
+        while records.peek().is_some() {
             let tx = self.conn.transaction().map_err(e)?;
             {
                 let mut st = tx.prepare_cached(&sql).map_err(e)?;
-                let mut cal_ids: HashMap<String, i64> = HashMap::new();
-                for rec in chunk {
+                for rec in records.by_ref().take(BATCH) {
                     let cal = match cal_ids.get(&rec.device) {
                         Some(id) => *id,
                         None => {
@@ -182,6 +193,38 @@ impl Store {
             tx.commit().map_err(e)?;
         }
         Ok(())
+    }
+
+    /// Before writing a sweep's predictions in bulk: a rollback journal
+    /// instead of the write-ahead log. Appending pages, it journals only
+    /// the few existing pages a batch changes, where the log writes every
+    /// page twice (once to the log, once at the checkpoint); it is as safe
+    /// against a kill or a power cut. [`Store::end_bulk`] returns to the log.
+    pub fn begin_bulk(&mut self) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "journal_mode", "DELETE").map_err(|e| self.err(e))
+    }
+
+    /// After the bulk writes: the write-ahead log again (readers beside
+    /// the sweep, one transaction per measurement).
+    pub fn end_bulk(&mut self) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.err(e))
+    }
+
+    /// Mark `records` (predictions, written without the mark) as on their
+    /// device's frontier.
+    pub fn mark_frontier<'r>(&mut self, records: impl Iterator<Item = &'r Record>) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let e = |x| sqlite(&path, x);
+        let tx = self.conn.transaction().map_err(e)?;
+        {
+            let mut st = tx
+                .prepare("UPDATE results SET on_frontier = 1 WHERE device = ?1 AND config_id = ?2 AND provenance = ?3")
+                .map_err(e)?;
+            for r in records {
+                st.execute(params![r.device, r.config_id, rows::name_of(&r.provenance)]).map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)
     }
 
     /// Remove every stored prediction (before predicting again after an
@@ -294,7 +337,8 @@ impl Store {
         let path = self.path.clone();
         let e = |x| sqlite(&path, x);
         let tx = self.conn.transaction().map_err(e)?;
-        tx.execute("UPDATE results SET on_frontier = 0", []).map_err(e)?;
+        // Only the rows marked now are written (a full scan reads, not writes).
+        tx.execute("UPDATE results SET on_frontier = 0 WHERE on_frontier = 1", []).map_err(e)?;
         {
             let mut st = tx
                 .prepare("UPDATE results SET on_frontier = 1 WHERE device = ?1 AND config_id = ?2 AND provenance = ?3")

@@ -120,6 +120,9 @@ impl Plan {
         if objectives.is_empty() {
             return Err(invalid("frontier.objectives", "names no objective".into()));
         }
+        if let Some(o) = objectives.iter().enumerate().find_map(|(i, o)| objectives[..i].contains(o).then_some(o)) {
+            return Err(invalid("frontier.objectives", format!("names `{o}` twice")));
+        }
         if let Some(g) = &t.gate {
             g.validate().map_err(|e| invalid("gate", e.0))?;
         }

@@ -3,13 +3,13 @@
 //! it has no measurement yet, and read back as the outcome every export is
 //! rendered from. Rerunning the same sweep into the same store resumes it.
 
-use super::measure::{calibration_of, measure, profile_digest, MeasureSettings};
-use super::{predict::run, Plan};
+use super::measure::{measure, profile_digest, MeasureSettings};
+use super::{predict::run_into, Plan};
 use crate::capability::Scores;
 use crate::device::Device;
 use crate::event::{Event, Reporter};
-use crate::outcome::Outcome;
-use crate::record::Provenance;
+use crate::outcome::{keeps, summarize, Limits, Outcome, Point, LIMITS};
+use crate::record::{Provenance, Record};
 use crate::runner::Runner;
 use crate::store::{DeviceRow, Identity, Store, StoreError, SweepRow};
 
@@ -122,19 +122,30 @@ pub fn execute(
         }
         o
     } else {
-        let o = run(plan, devices, scores, reporter);
-        let by_id = |id: &str| devices.iter().find(|d| d.id() == id).map(|d| calibration_of(d)).unwrap_or_default();
         store.clear_predicted()?;
-        store.insert_predicted(&o.results, &by_id)?;
+        let o = run_into(store, plan, devices, scores, reporter)?;
         store.set_predicted_complete()?;
         o
     };
     if let Some(m) = measuring {
         measure(plan, &predicted, devices, m.runners, m.settings, store, reporter)?;
     }
-    let outcome = outcome(store, true)?;
-    store.write_frontier(&outcome)?;
-    Ok(outcome)
+    // The predictions are in hand and equal to what the store holds (its
+    // records read back field for field); only the measurements and
+    // failures are read, and the frontier written again only where they
+    // moved it.
+    let measured = store.records(Provenance::Measured)?;
+    let failures = store.failures()?;
+    if measured.is_empty() && failures.is_empty() {
+        return Ok(predicted);
+    }
+    let o = if predicted.omitted == 0 {
+        Outcome::from_rows(predicted.devices, &plan.objectives, predicted.results, measured, failures)
+    } else {
+        digest(store, true, LIMITS.sample)?
+    };
+    store.write_frontier(&o)?;
+    Ok(o)
 }
 
 /// The outcome of what `store` holds: its rows, with each device's frontier
@@ -142,8 +153,78 @@ pub fn execute(
 /// `measured = false` the predictions alone (what measurement candidates
 /// are chosen from).
 pub fn outcome(store: &Store, measured: bool) -> Result<Outcome, StoreError> {
+    outcome_limited(store, measured, LIMITS)
+}
+
+/// [`outcome`] under `limits`.
+pub(crate) fn outcome_limited(store: &Store, measured: bool, limits: Limits) -> Result<Outcome, StoreError> {
+    if store.count(Provenance::Predicted)? > limits.full {
+        return digest(store, measured, limits.sample);
+    }
     let rows = store.rows(measured)?;
     Ok(Outcome::from_rows(rows.devices, &rows.objectives, rows.predicted, rows.measured, rows.failures))
+}
+
+/// The newest result's point of each configuration on `device`: a
+/// measurement replaces the prediction (points come oldest first).
+fn newest_points(stored: Vec<(bool, Point)>) -> Vec<Point> {
+    let mut at: std::collections::HashMap<u64, usize> = Default::default();
+    let mut points: Vec<Point> = Vec::new();
+    for (_, p) in stored {
+        match at.get(&p.id) {
+            Some(&i) => points[i] = p,
+            None => {
+                at.insert(p.id, points.len());
+                points.push(p);
+            }
+        }
+    }
+    points
+}
+
+/// [`outcome`] of a store beyond [`crate::outcome::FULL_RESULTS`] records: each device's
+/// summary and frontier from its points (a measurement replacing the
+/// prediction of its configuration), and only the records a report shows
+/// read ([`crate::outcome::keeps`]).
+fn digest(store: &Store, measured: bool, sample: usize) -> Result<Outcome, StoreError> {
+    let sweep = store.sweep()?.ok_or_else(|| StoreError::Corrupt {
+        path: store.path().to_path_buf(),
+        message: "no sweep recorded in it".into(),
+    })?;
+    let rows = store.devices()?;
+    let mut all = store.points(measured)?;
+    let points: Vec<Vec<Point>> =
+        rows.iter().map(|row| newest_points(all.remove(&row.header.device).unwrap_or_default())).collect();
+    // The frontiers of the devices side by side (the costly part).
+    let summaries: Vec<(crate::outcome::DeviceSummary, Vec<bool>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = rows
+            .iter()
+            .zip(&points)
+            .map(|(row, pts)| scope.spawn(|| summarize(pts, &row.header, &sweep.objectives)))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a frontier thread panicked")).collect()
+    });
+    let (mut devices, mut results, mut omitted) = (Vec::new(), Vec::new(), 0);
+    for ((row, points), (summary, on)) in rows.iter().zip(&points).zip(summaries) {
+        let keep = keeps(points, &on, &summary, sample);
+        let frontier: std::collections::HashSet<u64> =
+            points.iter().zip(&on).filter(|(_, on)| **on).map(|(p, _)| p.id).collect();
+        let ids: Vec<String> = points.iter().zip(&keep).filter(|(_, k)| **k).map(|(p, _)| p.config_id()).collect();
+        omitted += points.len() - ids.len();
+        // Oldest first within a configuration: the last is the newest.
+        let mut newest: Vec<Record> = Vec::with_capacity(ids.len());
+        for mut r in store.records_of(&row.header.device, &ids, measured)? {
+            r.on_frontier = frontier.contains(&crate::outcome::id_number(&r.config_id));
+            match newest.last_mut() {
+                Some(last) if last.config_id == r.config_id => *last = r,
+                _ => newest.push(r),
+            }
+        }
+        results.extend(newest);
+        devices.push(summary);
+    }
+    let failures = if measured { store.failures()? } else { Vec::new() };
+    Ok(Outcome { devices, results, failures, omitted })
 }
 
 /// Merge the stores of a sharded sweep into a new one at `out`
