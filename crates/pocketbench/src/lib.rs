@@ -6,8 +6,15 @@
 //! to published or measured points ([`calibrate`]); budgets ([`budget`]),
 //! a capability proxy ([`capability`]) and the Pareto frontier ([`pareto`])
 //! turn predictions into verdicts ([`record`]); exporters ([`report`]) render
-//! stored results. The library never prints: long-running work reports
-//! [`event::Event`]s to a [`event::Reporter`] chosen by the caller.
+//! stored results; [`pipeline`] runs a whole sweep. The library never
+//! prints: long-running work reports [`event::Event`]s to a
+//! [`event::Reporter`] chosen by the caller.
+//!
+//! Modules use only the modules below them (the book's Architecture chapter
+//! lists the layers), with one arrow that runs back up on purpose: every
+//! module returns [`Error`], and [`error`] wraps each module's own error type,
+//! so that each keeps its detail and [`Error::exit_code`] decides over all of
+//! them in one match.
 #![deny(missing_docs)]
 
 pub mod budget;
@@ -23,6 +30,7 @@ pub mod history;
 pub mod markup;
 pub mod outcome;
 pub mod pareto;
+pub mod pipeline;
 pub mod predict;
 pub mod provenance;
 pub mod record;

@@ -116,7 +116,7 @@ fn style(quiet: bool, json: bool) -> Style {
 
 /// Run `sweep`.
 pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
-    let request = sweep::Request {
+    let request = pocketbench::pipeline::Request {
         file: a.file.clone(),
         options: PlanOptions {
             devices: a.devices.clone(),
@@ -140,7 +140,7 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let mut reporter = StderrReporter::new(style(a.quiet, a.json_events));
-    let done = sweep::run_request(&request, devices, &mut reporter)?;
+    let done = pocketbench::pipeline::run_request(&request, devices, &mut reporter)?;
     drop(reporter);
     print_summary(&done.report)?;
     let infeasible = done.report.outcome.devices.iter().any(|d| d.feasible == 0);

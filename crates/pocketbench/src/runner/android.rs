@@ -235,11 +235,7 @@ impl Runner for AndroidRunner {
             job.threads,
             quote(&format!("{REMOTE_ROOT}/probe")),
         );
-        // The probe enforces the job's own limit; the runner's is a backstop
-        // past it, for a probe that hangs: adb's margin, but never more than
-        // the limit itself for a short job (with at least 10 s for adb).
-        let margin = SHORT.min(job.limit().max(Duration::from_secs(10)));
-        let outcome = self.shell(&run, job.limit() + margin);
+        let outcome = self.shell(&run, backstop(job));
         if matches!(outcome, Err(Failure::Timeout { .. })) {
             let pid = quote(&format!("{job_dir}/probe.pid"));
             let _ = self.shell(&format!("kill -9 \"$(cat {pid})\" 2>/dev/null"), SHORT);
@@ -271,6 +267,14 @@ impl Runner for AndroidRunner {
         let _ = self.shell(&format!("rm -rf {}", quote(&job_dir)), SHORT);
         result
     }
+}
+
+/// How long the runner waits for the probe on the phone. The probe enforces
+/// the job's own limit; this is a backstop past it, for a probe that hangs:
+/// adb's margin, but no more than the limit itself for a short job (and at
+/// least 10 s for adb).
+fn backstop(job: &Job) -> Duration {
+    job.limit() + SHORT.min(job.limit().max(Duration::from_secs(10)))
 }
 
 fn last_lines(text: &str, n: usize) -> String {

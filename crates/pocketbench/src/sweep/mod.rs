@@ -3,7 +3,6 @@
 //! a Pareto frontier (the outcome).
 
 mod axis;
-mod invocation;
 mod measure;
 mod plan;
 mod predict;
@@ -11,7 +10,6 @@ mod session;
 mod spec;
 
 pub use axis::{Axis, AxisValue};
-pub use invocation::{run_request, Finished, Request};
 pub use measure::{
     calibration_of, job_key, measure, profile_digest, validate as validate_measure, MeasurePlanError, MeasureSettings,
     Selection,

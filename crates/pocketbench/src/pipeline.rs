@@ -3,16 +3,18 @@
 //! can be measured here), every job on every measurable device validated,
 //! the store opened (or set aside with `fresh`), the sweep executed into it,
 //! and every export rendered from it. Nothing is predicted or measured
-//! before all of the request holds.
+//! before all of the request holds. It sits on top of the library: it ends
+//! in the report, which reads the sweep's types, so it cannot be part of the
+//! sweep module.
 
 use std::path::{Path, PathBuf};
 
-use super::{execute, validate_measure, MeasureSettings, Measuring, Plan, PlanOptions, Shard};
 use crate::capability::Scores;
 use crate::device::Devices;
 use crate::event::{Event, Reporter};
 use crate::report::{self, SweepReport};
 use crate::store::{self, Identity, Store, StoreError};
+use crate::sweep::{execute, validate_measure, MeasureSettings, Measuring, Plan, PlanOptions, Shard};
 use crate::Error;
 
 /// What a sweep is asked to do.
