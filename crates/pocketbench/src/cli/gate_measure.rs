@@ -1,11 +1,9 @@
 //! `pocketbench gate --measure`: measure baseline and candidate alternately
 //! on one device, save every repetition as it lands, then gate them.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use pocketbench::device::Devices;
 use pocketbench::gate::Loaded;
@@ -125,15 +123,6 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
         ))
         .into());
     }
-    std::fs::create_dir_all(&m.out).with_context(|| format!("creating {}", m.out.display()))?;
-    let path_of = |arm: &str| m.out.join(format!("{arm}.jsonl"));
-    let open = |p: &Path| std::fs::File::create(p).with_context(|| format!("creating {}", p.display()));
-    let (mut fa, mut fb) = (open(&path_of("baseline"))?, open(&path_of("candidate"))?);
-    let mut sink = |arm: &'static str, r: &pocketbench::record::Record| -> Result<(), pocketbench::Error> {
-        let (f, p) = if arm == "baseline" { (&mut fa, path_of("baseline")) } else { (&mut fb, path_of("candidate")) };
-        let line = serde_json::to_string(r).map_err(|e| pocketbench::Error::io(&p, std::io::Error::other(e)))?;
-        writeln!(f, "{line}").and_then(|_| f.sync_data()).map_err(|e| pocketbench::Error::io(&p, e))
-    };
     let thermal = device.profile().thermal.unwrap_or_default();
     let (cool_to, cool_timeout) =
         (m.cool_to.unwrap_or(thermal.cool_to_c), m.cool_timeout.unwrap_or(thermal.cool_timeout_s));
@@ -143,12 +132,5 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
     let cooling = Cooling { target_c: cool_to, timeout: Duration::from_secs(cool_timeout), ..Cooling::default() };
     let plan = abab::Plan { device, shapes: &shapes, workload: w, reps: m.reps, cooling };
     let mut reporter = StderrReporter::new(Style::Auto);
-    let got = abab::measure(&plan, [&a, &b], &mut sink, &mut reporter)?;
-    let side = |arm: &str, records, failures| {
-        Loaded::new(&path_of(arm).display().to_string(), "gate --measure", records, failures)
-    };
-    Ok((
-        side("baseline", got.baseline, got.baseline_failures),
-        side("candidate", got.candidate, got.candidate_failures),
-    ))
+    Ok(abab::measure_into(&plan, [&a, &b], &m.out, &mut reporter)?)
 }

@@ -3,10 +3,9 @@
 use std::time::Duration;
 
 use clap::Args;
-use pocketbench::capability::{capability, ProxySettings};
-use pocketbench::device::{Device, Devices};
-use pocketbench::record::{measured, Record};
-use pocketbench::runner::{self, Job, JobSettings, Runner};
+use pocketbench::device::Devices;
+use pocketbench::record::Record;
+use pocketbench::runner::{self, JobSettings};
 
 use super::render::{range, verdict};
 use super::{Code, ShapeArgs, WorkloadArgs};
@@ -87,20 +86,6 @@ impl MeasureArgs {
     }
 }
 
-/// Measure one job into a record.
-pub fn measure_one(
-    runner: &dyn Runner,
-    device: &Device,
-    job: &Job,
-    proxy: &ProxySettings,
-) -> Result<Record, pocketbench::runner::Failure> {
-    let probe = runner.measure(job)?;
-    let acct = job.shape.accounting();
-    let cap = capability(&job.shape, &acct, proxy, None);
-    measured(&job.shape, &acct, device, probe, &cap)
-        .map_err(|e| pocketbench::runner::Failure::BadOutput { reason: e.to_string() })
-}
-
 /// Run `run`.
 pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     let shape = a.shape.resolve()?;
@@ -109,7 +94,7 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     let job = a.measure.settings().job(device, shape, w).map_err(pocketbench::Error::from)?;
     let runner = runner::for_device(device)?;
     eprintln!("measuring {} on {} ({} reps, {} threads, {w})...", shape, device.id(), job.reps, job.threads);
-    let r = measure_one(runner.as_ref(), device, &job, &ProxySettings::default()).map_err(pocketbench::Error::from)?;
+    let r = pocketbench::schedule::measure_one(runner.as_ref(), device, &job)?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {

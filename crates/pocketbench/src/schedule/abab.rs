@@ -104,6 +104,35 @@ pub fn measure(
     Ok(out)
 }
 
+/// [`measure`] with each record appended to `dir/baseline.jsonl` or
+/// `dir/candidate.jsonl` (synced) the moment it lands, the samples saved as
+/// data first; the two sides as the gate reads them.
+pub fn measure_into(
+    plan: &Plan,
+    arms: [&Arm; 2],
+    dir: &std::path::Path,
+    reporter: &mut dyn Reporter,
+) -> Result<(crate::gate::Loaded, crate::gate::Loaded), crate::Error> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
+    let path_of = |arm: &str| dir.join(format!("{arm}.jsonl"));
+    let open = |p: &std::path::Path| std::fs::File::create(p).map_err(|e| crate::Error::io(p, e));
+    let (mut fa, mut fb) = (open(&path_of("baseline"))?, open(&path_of("candidate"))?);
+    let mut sink = |arm: &'static str, r: &Record| -> Result<(), crate::Error> {
+        let (f, p) = if arm == "baseline" { (&mut fa, path_of("baseline")) } else { (&mut fb, path_of("candidate")) };
+        let line = serde_json::to_string(r).map_err(|e| crate::Error::io(&p, std::io::Error::other(e)))?;
+        writeln!(f, "{line}").and_then(|_| f.sync_data()).map_err(|e| crate::Error::io(&p, e))
+    };
+    let got = measure(plan, arms, &mut sink, reporter)?;
+    let side = |arm: &str, records, failures| {
+        crate::gate::Loaded::new(&path_of(arm).display().to_string(), "gate --measure", records, failures)
+    };
+    Ok((
+        side("baseline", got.baseline, got.baseline_failures),
+        side("candidate", got.candidate, got.candidate_failures),
+    ))
+}
+
 /// Each configuration's pair of jobs, one repetition each.
 fn jobs(plan: &Plan, arms: [&Arm; 2]) -> Result<Vec<[Job; 2]>, crate::Error> {
     let job = |a: &Arm, s: &Shape| -> Result<Job, crate::Error> {

@@ -182,6 +182,20 @@ impl<'a> Scheduler<'a> {
     }
 }
 
+/// `run`'s one measurement: through the scheduler with no retry (a user
+/// at the command line sees the failure and decides), scored with the
+/// default capability proxy.
+pub fn measure_one(runner: &dyn Runner, device: &Device, job: &Job) -> Result<Record, crate::Error> {
+    let acct = job.shape.accounting();
+    let cap = crate::capability::capability(&job.shape, &acct, &crate::capability::ProxySettings::default(), None);
+    let policy = Policy { retries: 0, retry: Retry::Unavailable, backoff: false, cooling: None };
+    match Scheduler::new(runner, device, policy).run(job, &cap, &mut crate::event::Silent) {
+        Attempted::Measured { record, .. } => Ok(*record),
+        Attempted::Failed { failure, .. } => Err(failure.into()),
+        Attempted::TooHot { .. } => unreachable!("no cooling asked"),
+    }
+}
+
 /// The note a cooled repetition carries: its temperature before it.
 fn thermal_note(celsius: Option<f64>, target_c: f64) -> Method {
     Method::Note(match celsius {
