@@ -20,11 +20,15 @@ pub enum ExitCode {
     Usage = 2,
     /// 3: harness or device error (I/O, a runner failed).
     Harness = 3,
+    /// 4: a measurement's output was invalid: its repetitions (or its
+    /// processes of one engine and build) generated different tokens.
+    InvalidOutput = 4,
 }
 
 impl ExitCode {
     /// Every code, in numeric order.
-    pub const ALL: [ExitCode; 4] = [ExitCode::Ok, ExitCode::Failed, ExitCode::Usage, ExitCode::Harness];
+    pub const ALL: [ExitCode; 5] =
+        [ExitCode::Ok, ExitCode::Failed, ExitCode::Usage, ExitCode::Harness, ExitCode::InvalidOutput];
 
     /// The number the process exits with.
     pub fn code(self) -> u8 {
@@ -40,6 +44,9 @@ impl ExitCode {
             }
             ExitCode::Usage => "usage or configuration error (bad flags, malformed TOML, impossible shape)",
             ExitCode::Harness => "harness or device error (I/O, a runner failed)",
+            ExitCode::InvalidOutput => {
+                "invalid output: a measurement's repetitions (or processes of one engine and build) generated different tokens"
+            }
         }
     }
 }
@@ -136,6 +143,10 @@ pub enum Error {
     /// message says what to do instead.
     #[error("{0}")]
     Usage(String),
+    /// A measurement generated different tokens where greedy decoding must
+    /// repeat: a wrong result, not a slow one.
+    #[error("invalid output: {0}")]
+    InvalidOutput(String),
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -192,6 +203,7 @@ impl Error {
             Error::Unavailable(_) | Error::Measurement(_) | Error::ProfileWrite { .. } | Error::Io { .. } => {
                 ExitCode::Harness
             }
+            Error::InvalidOutput(_) => ExitCode::InvalidOutput,
         }
     }
 }

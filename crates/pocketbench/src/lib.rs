@@ -41,6 +41,7 @@ pub mod store;
 pub mod sweep;
 #[cfg(test)]
 mod testing;
+pub mod trust;
 
 // The vocabulary shared with the probe, and the probe itself (what runs on a
 // device), re-exported under the paths the harness has always used.

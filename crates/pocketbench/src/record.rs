@@ -12,6 +12,7 @@ use crate::device::Device;
 use crate::predict::{predict, PREDICTOR};
 use crate::probe::{ProbeResult, Rep};
 use crate::stats::{Sample, SampleError, Summary};
+use crate::trust::{Latency, Output};
 use crate::workload::Workload;
 
 pub use crate::provenance::{Method, Provenance};
@@ -134,10 +135,38 @@ pub struct Measurement {
     /// achieved / probe bandwidth: the roofline fraction of the same moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_bandwidth_efficiency: Option<f64>,
+    /// Inter-token latency percentiles over every decode step of the
+    /// summarized repetitions (absent where steps were not timed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl: Option<Latency>,
+    /// Whether every repetition generated the same tokens, and their
+    /// fingerprint (absent where the engine hands no tokens back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Output>,
+    /// Some summarized repetitions ran on a busy machine (no retake was
+    /// left for them): see `probe.sampling` for the counts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contended: bool,
     /// What the calibrated predictor said for the same configuration.
     pub predicted: Predicted,
     /// Everything the probe reported, raw samples included.
     pub probe: ProbeResult,
+}
+
+impl Measurement {
+    /// Why the measurement is not to be trusted as a result, if it is not:
+    /// its repetitions generated different tokens.
+    pub fn invalid(&self) -> Option<String> {
+        let o = self.output.as_ref()?;
+        (!o.agree).then(|| {
+            format!(
+                "its {} repetitions generated {} different token sequences: greedy decoding of fixed weights must \
+                 repeat exactly, so the engine computed something wrong",
+                self.probe.reps.len(),
+                o.distinct
+            )
+        })
+    }
 }
 
 /// The prediction kept beside a measurement, for comparison and calibration.
@@ -261,7 +290,7 @@ pub fn measured(
     };
     let err = |source| MeasureError { config: shape.id(), device: device.id().into(), source };
     let series = |f: fn(&Rep) -> f64| -> Result<Summary, MeasureError> {
-        let v: Vec<f64> = probe.reps.iter().map(f).collect();
+        let v: Vec<f64> = crate::trust::kept(&probe).map(f).collect();
         if let [one] = v[..] {
             return Ok(Summary::single(one));
         }
@@ -272,7 +301,7 @@ pub fn measured(
     let ttft = series(|r| r.ttft_s * 1e3)?;
     // The probe's net figure; a result of an older probe has only each
     // repetition's gross joules.
-    let energies: Vec<f64> = probe.reps.iter().filter_map(|r| r.energy.as_ref().map(|e| e.joules)).collect();
+    let energies: Vec<f64> = crate::trust::kept(&probe).filter_map(|r| r.energy.as_ref().map(|e| e.joules)).collect();
     let energy =
         probe.energy.energy_j_per_run.or_else(|| (!energies.is_empty()).then(|| crate::stats::median(&energies)));
     let bytes_per_token = crate::predict::predict(shape, acct, device.model(), &w).bytes_per_token;
@@ -315,6 +344,9 @@ pub fn measured(
         bandwidth_efficiency: achieved / device.model().bandwidth,
         probe_bandwidth_gb_s: probe.read_bandwidth.map(|b| b.bytes_per_s / 1e9),
         probe_bandwidth_efficiency: probe.read_bandwidth.map(|b| achieved / b.bytes_per_s),
+        itl: Latency::of(crate::trust::kept(&probe)),
+        output: Output::of(&probe.reps),
+        contended: crate::trust::contended(&probe),
         predicted: pred,
         probe,
     }));
@@ -357,12 +389,19 @@ fn measured_methods(
     predicted: &BTreeMap<String, Method>,
     file_measured: bool,
 ) -> BTreeMap<String, Method> {
-    let n = probe.reps.len();
+    let n = crate::trust::kept(probe).count();
     let mut methods = BTreeMap::new();
+    let how = sampling_note(probe);
     methods.insert(
         "decode_tok_s".into(),
-        Method::measured(format!("timer, median of {n} repetitions after warm-up ({} threads)", probe.threads)),
+        Method::measured(format!("timer, median of {n} repetitions after warm-up ({} threads){how}", probe.threads)),
     );
+    if probe.reps.iter().any(|r| !r.itl_us.is_empty()) {
+        methods.insert(
+            "itl".into(),
+            Method::measured(format!("timer after every decode step, nearest-rank percentiles over {n} repetitions")),
+        );
+    }
     methods.insert("prefill_tok_s".into(), Method::measured(format!("timer, median of {n} repetitions")));
     methods.insert("ttft_ms".into(), Method::measured(format!("timer, median of {n} repetitions")));
     methods.insert(
@@ -379,4 +418,28 @@ fn measured_methods(
         methods.insert("thermal".into(), Method::measured(t.clone()));
     }
     methods
+}
+
+/// How the repetitions were taken, for the decode method: the contention
+/// counts where the probe judged windows, and the precision of automatic
+/// repetitions.
+fn sampling_note(probe: &ProbeResult) -> String {
+    let Some(s) = &probe.sampling else { return String::new() };
+    let mut parts = Vec::new();
+    if let (Some(target), Some(reached)) = (s.precision_target, s.precision_reached) {
+        parts.push(format!(
+            "repeated until the median's 95% interval was within ±{:.1}% (reached ±{:.1}%, stopped by {})",
+            target * 100.0,
+            reached * 100.0,
+            s.stopped_by
+        ));
+    }
+    if s.retaken > 0 || s.contended > 0 {
+        parts.push(format!("{} clean, {} contended kept, {} retaken", s.clean, s.contended, s.retaken));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", parts.join("; "))
+    }
 }

@@ -26,6 +26,7 @@ pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
                 decode_tok_s: *d,
                 energy: None,
                 thermal: None,
+                ..Default::default()
             })
             .collect(),
         baseline_rss_bytes: 1 << 20,
@@ -37,6 +38,8 @@ pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
         host: HostFacts::collect(),
         device_props: Default::default(),
         build: BuildInfo::current(),
+        covariates: None,
+        sampling: None,
         methods: Default::default(),
     }
 }

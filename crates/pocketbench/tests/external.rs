@@ -32,6 +32,9 @@ fn measure_64_16(
         engine,
         engine_model,
         cooling: None,
+        auto: None,
+        pin: false,
+        contention: None,
     };
     r.measure(&job).unwrap()
 }

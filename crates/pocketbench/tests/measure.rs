@@ -3,40 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-const TINY: &[&str] = &[
-    "--hidden",
-    "128",
-    "--layers",
-    "2",
-    "--head-dim",
-    "32",
-    "--kv-heads",
-    "2",
-    "--ffn",
-    "256",
-    "--vocab",
-    "512",
-    "--context",
-    "256",
-];
-
-fn pb(cache: &Path) -> Command {
-    let mut c = Command::cargo_bin("pocketbench").unwrap();
-    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().parent().unwrap())
-        .env("POCKETBENCH_CACHE", cache)
-        .env("POCKETBENCH_DATA_DIR", data_dir());
-    c
-}
-
-/// A data directory of this test process's own, so no machine profile of
-/// the developer's machine (in ~/.local/share/pocketbench) changes what the
-/// tests see.
-fn data_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("pocketbench-test-data-{}", std::process::id()))
-}
+#[path = "common/cli.rs"]
+#[allow(dead_code)] // not every test binary uses every helper
+mod cli;
+use cli::{pb, TINY};
 
 fn sweep_file(dir: &Path) -> PathBuf {
     let f = dir.join("tiny.toml");

@@ -25,6 +25,9 @@ fn job(timeout: Duration) -> Job {
         engine: Default::default(),
         engine_model: None,
         cooling: None,
+        auto: None,
+        pin: false,
+        contention: None,
     }
 }
 

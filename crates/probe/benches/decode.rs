@@ -77,6 +77,9 @@ fn bench(c: &mut Criterion) {
                 engine: pocketbench_probe::EngineKind::LlamaCpp,
                 timeout_s: None,
                 cooling: None,
+                contention: None,
+                auto: None,
+                pin: false,
             };
             pocketbench_probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
         }
@@ -104,7 +107,12 @@ fn overhead(c: &mut Criterion) {
     g.bench_function("probe decode loop per token, null engine", |b| {
         b.iter_custom(|iters| {
             let mut next = 0;
-            Duration::from_secs_f64(decode_loop(&mut Null, &mut next, 0, iters as u32).expect("null engine"))
+            let mut trace = pocketbench_probe::timing::Trace::default();
+            trace.steps_us.reserve(iters as usize);
+            trace.tokens.reserve(iters as usize);
+            Duration::from_secs_f64(
+                decode_loop(&mut Null, &mut next, 0, iters as u32, &mut trace).expect("null engine"),
+            )
         })
     });
     // The maximum last: the worst case for the search of its position.

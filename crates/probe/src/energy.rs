@@ -166,6 +166,7 @@ mod tests {
             decode_tok_s: 1.0,
             energy,
             thermal: None,
+            ..Default::default()
         }
     }
 

@@ -35,17 +35,22 @@ pub mod meter;
 pub mod native;
 mod spec;
 pub mod thermal;
+pub mod timing;
 mod tools;
+pub mod window;
 
 pub use host::{BuildInfo, HostFacts};
 pub use kind::{Engine, EngineKind, UnknownEngine, Unrunnable};
 pub use spec::{
     ProbeBandwidth, ProbeError, ProbeResult, ProbeSpec, Rep, SchemaError, MAX_REPS, PROBE_BANDWIDTH_BYTES, SCHEMA,
 };
+pub use timing::decode_loop;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use timing::measure;
 
 use candle_core::quantized::GgmlDType;
 
@@ -60,75 +65,8 @@ fn prompt(spec: &ProbeSpec, n: u32) -> Vec<u32> {
     (0..n).map(|_| rng.random_range(0..spec.shape.vocab)).collect()
 }
 
-/// Run the workload once; returns (prefill, ttft, decode) seconds.
-fn run_once(m: &mut dyn Engine, tokens: &[u32], gen: u32) -> Result<(f64, f64, f64), ProbeError> {
-    m.reset()?;
-    let t0 = Instant::now();
-    let mut next = m.step(tokens, 0)?;
-    let prefill = t0.elapsed().as_secs_f64();
-    let ttft = prefill; // the first token is the argmax of the prefill's logits
-    let decode = decode_loop(m, &mut next, tokens.len(), gen)?;
-    Ok((prefill, ttft, decode))
-}
-
-/// The timed decode loop: `gen` greedy steps from position `offset`, each
-/// fed the previous token; returns seconds. Two clock reads per run and one
-/// virtual call per token are all it adds to the engine's own work (the
-/// `decode` benchmark times it around an engine that does nothing).
-pub fn decode_loop(m: &mut dyn Engine, next: &mut u32, offset: usize, gen: u32) -> Result<f64, ProbeError> {
-    let t = Instant::now();
-    for i in 0..gen as usize {
-        *next = m.step(&[*next], offset + i)?;
-    }
-    Ok(t.elapsed().as_secs_f64())
-}
-
-/// The engine-independent part of a probe: warm-up, the idle draw, timed
-/// repetitions (each after cooling down where the spec asks, with energy
-/// and temperatures around it), the peak read before any reload, then the
-/// timed reloads that give the later repetitions their load time.
-fn measure(
-    spec: &ProbeSpec,
-    m: &mut dyn Engine,
-    first_load_s: f64,
-    reload: &mut dyn FnMut() -> Result<f64, engine::EngineError>,
-    energy: &mut energy::Session,
-) -> Result<(Vec<Rep>, u64), ProbeError> {
-    let tokens = prompt(spec, spec.workload.prompt);
-    // Warm up with one short run so first-touch page faults and lazy
-    // initialisation are not timed.
-    run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4))?;
-    energy.idle(energy::IDLE_WINDOW);
-    let zones = thermal::zones_root();
-    let mut reps = Vec::with_capacity(spec.reps as usize);
-    for _ in 0..spec.reps {
-        let mut heat = thermal::before_rep(&zones, spec.cooling, thermal::POLL);
-        energy.start();
-        let (prefill_s, ttft_s, decode_s) = run_once(m, &tokens, spec.workload.gen)?;
-        let reading = energy.stop();
-        thermal::after_rep(&zones, &mut heat);
-        reps.push(Rep {
-            load_s: Some(first_load_s),
-            prefill_s,
-            ttft_s,
-            decode_s,
-            prefill_tok_s: spec.workload.prompt as f64 / prefill_s,
-            decode_tok_s: spec.workload.gen as f64 / decode_s,
-            energy: reading,
-            thermal: heat,
-        });
-    }
-    // The peak is read before any reload: a second model in the process, or
-    // the allocator's reuse of a freed one, is not what an app pays.
-    let peak = MemoryStatus::current().map_or(0, |m| m.vm_hwm);
-    for rep in reps.iter_mut().skip(1) {
-        rep.load_s = Some(reload()?);
-    }
-    Ok((reps, peak))
-}
-
 #[cfg(feature = "candle-transformers")]
-fn measure_candle_transformers(spec: &ProbeSpec, energy: &mut energy::Session) -> Result<(Vec<Rep>, u64), ProbeError> {
+fn measure_candle_transformers(spec: &ProbeSpec, energy: &mut energy::Session) -> Result<timing::Measured, ProbeError> {
     let t = Instant::now();
     let mut m = engine::CandleModel::load(&spec.model)?;
     let first = t.elapsed().as_secs_f64();
@@ -158,8 +96,14 @@ pub fn run(
     }
     let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
     let engine = spec.engine;
+    kernels::set_pinning(spec.pin);
     let mut energy = energy::Session::new(meter, energy_not_measured);
-    let (mut reps, peak, held) = measure_engine(spec, &mut energy)?;
+    let (got, held) = measure_engine(spec, &mut energy)?;
+    let timing::Measured { mut reps, peak, sampling, mut covariates } = got;
+    if let Some((bytes, _)) = held {
+        // The engine's own count of the weights it holds, not the file's.
+        covariates.huge_page_share = covariates.anon_huge_bytes.map(|a| (a as f64 / bytes.max(1) as f64).min(1.0));
+    }
     // After the peak was read (inside `measure`), so the buffer is not counted.
     let read_bandwidth = ProbeBandwidth::measure(spec.threads);
     // Read before `finish`: a meter lost mid-way is already gone, and says why.
@@ -186,6 +130,8 @@ pub fn run(
         host: HostFacts::collect(),
         device_props: BTreeMap::new(),
         build: BuildInfo::current(),
+        covariates: Some(covariates),
+        sampling: Some(sampling),
         methods,
     })
 }
@@ -193,13 +139,12 @@ pub fn run(
 /// The repetitions and peak memory of `spec` through its in-process engine,
 /// and for the native engine the bytes of matrices it held and how many
 /// share scales.
-#[allow(clippy::type_complexity)]
 fn measure_engine(
     spec: &ProbeSpec,
     energy: &mut energy::Session,
-) -> Result<(Vec<Rep>, u64, Option<(usize, usize)>), ProbeError> {
+) -> Result<(timing::Measured, Option<(usize, usize)>), ProbeError> {
     let mut held = None;
-    let (reps, peak) = match spec.engine {
+    let got = match spec.engine {
         EngineKind::Native => {
             // No fallback: a file the native kernels do not run is refused,
             // never measured on a slower engine under this one's name.
@@ -229,7 +174,7 @@ fn measure_engine(
         EngineKind::LlamaCpp => unreachable!("checked by available()"),
         EngineKind::LlamaBench | EngineKind::MnnLlmBench => unreachable!("run as external tools"),
     };
-    Ok((reps, peak, held))
+    Ok((got, held))
 }
 
 /// How the thermal readings were taken, where there were any.
@@ -279,6 +224,35 @@ fn methods(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .chain(std::iter::once(("energy".to_string(), energy_method)))
+    .chain(
+        [
+            (
+                "itl_us",
+                "timer (std::time::Instant) read after every decode step: each step's microseconds, the \
+                 inter-token latencies",
+            ),
+            (
+                "tokens_hash",
+                "FNV-1a over the generated token ids (greedy, seeded prompt and weights), the prefill's first \
+                 included",
+            ),
+            (
+                "window",
+                "over each repetition: /proc/stat (steal, busy minus this process's /proc/self/task/*/schedstat \
+                 = other processes), /proc/pressure/cpu, the threads' involuntary switches, migrations and \
+                 last CPU, cpufreq where readable",
+            ),
+            ("covariates", "AnonHugePages of /proc/self/smaps_rollup after the warm-up; sched_getaffinity"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    )
+    .chain(timing::injected_rep().map(|r| {
+        (
+            "fault".to_string(),
+            format!("{} set: repetition {r}'s first decode token was replaced (a test)", timing::INJECT_WRONG_TOKEN),
+        )
+    }))
     .chain(net.map(|n| ("energy_j_per_run".to_string(), n)))
     .chain(thermal_method(spec, reps).map(|t| ("thermal".to_string(), t)))
     .chain(native.then(|| ("kernels".to_string(), crate::kernels::x8_choice().describe())))

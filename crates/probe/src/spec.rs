@@ -14,6 +14,8 @@ use super::{engine, BuildInfo, EngineKind, HostFacts};
 use crate::energy::EnergyFigures;
 use crate::meter::EnergyReading;
 use crate::thermal::{Cooling, RepThermal};
+use crate::timing::{AutoReps, Sampling};
+use crate::window::{Contention, ProcessCovariates, Window};
 
 /// The version of the spec and result JSON. A probe refuses a spec, and a
 /// harness a result, of any other version: the two ends of a phone's adb
@@ -59,10 +61,21 @@ pub struct ProbeSpec {
     /// Cool the device down before each repetition (a phone's `[thermal]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cooling: Option<Cooling>,
+    /// When a repetition's window counts as contended, and how many are
+    /// retaken (none: windows are read, never judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
+    /// Repeat until the median is as precise as asked (`reps` is then the
+    /// minimum); none: exactly `reps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto: Option<AutoReps>,
+    /// Pin the engine's threads one to a CPU.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pin: bool,
 }
 
 /// One repetition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rep {
     /// Seconds to load the model file (absent when the engine does not say:
     /// llama-bench).
@@ -84,6 +97,20 @@ pub struct Rep {
     /// thermal zones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thermal: Option<RepThermal>,
+    /// The output fingerprint: FNV-1a of every generated token id, the
+    /// prefill's first included ([`crate::timing::Trace::hash`]); absent
+    /// where the engine does not hand tokens back (llama-bench).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_hash: Option<String>,
+    /// Microseconds of each decode step: the inter-token latencies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub itl_us: Vec<u32>,
+    /// What else the machine did during the repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    /// Contended, and taken again: kept here, left out of the statistics.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retaken: bool,
 }
 
 /// Everything the probe measured.
@@ -133,6 +160,13 @@ pub struct ProbeResult {
     pub device_props: BTreeMap<String, String>,
     /// The binary.
     pub build: BuildInfo,
+    /// What the process held for the whole run: huge pages, CPUs, pinning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covariates: Option<ProcessCovariates>,
+    /// How the repetitions were taken: clean, contended and retaken counts,
+    /// and with automatic repetitions the precision reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
     /// How each figure was obtained.
     pub methods: BTreeMap<String, String>,
 }
@@ -240,6 +274,15 @@ impl ProbeSpec {
         if self.reps == 0 || self.reps > MAX_REPS {
             return Err(ProbeError::Spec(format!("reps must be between 1 and {MAX_REPS}, got {}", self.reps)));
         }
+        if let Some(a) = self.auto {
+            if !(a.precision > 0.0 && a.precision < 1.0) || a.max_reps < self.reps.max(2) || a.max_reps > MAX_REPS {
+                return Err(ProbeError::Spec(format!(
+                    "automatic repetitions need a precision between 0 and 1 and a cap of at least max(reps, 2) \
+                     and at most {MAX_REPS} repetitions, got precision {} and {}..{}",
+                    a.precision, self.reps, a.max_reps
+                )));
+            }
+        }
         if self.workload.prompt == 0 || self.workload.gen == 0 {
             return Err(ProbeError::Spec("prompt and gen must be at least 1".into()));
         }
@@ -270,6 +313,9 @@ mod tests {
             engine: EngineKind::Native,
             timeout_s: None,
             cooling: None,
+            contention: None,
+            auto: None,
+            pin: false,
         };
         let mut v = serde_json::to_value(&spec).unwrap();
         match schema {

@@ -51,6 +51,8 @@ fn result(spec: &ProbeSpec, p: Parts, energy_not_measured: Option<String>) -> Pr
         host: HostFacts::collect(),
         device_props: BTreeMap::new(),
         build: BuildInfo::current(),
+        covariates: None,
+        sampling: None,
         methods,
     }
 }
@@ -69,6 +71,7 @@ fn rep(spec: &ProbeSpec, prefill_tok_s: f64, decode_tok_s: f64, load_s: Option<f
         decode_tok_s,
         energy: None,
         thermal: None,
+        ..Default::default()
     }
 }
 

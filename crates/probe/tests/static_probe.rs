@@ -78,6 +78,9 @@ fn the_static_aarch64_probe_measures_a_tiny_shape_under_qemu() {
         engine: EngineKind::Native,
         timeout_s: None,
         cooling: None,
+        contention: None,
+        auto: None,
+        pin: false,
     };
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, serde_json::to_string(&spec).unwrap()).unwrap();

@@ -110,6 +110,8 @@ pub fn job_settings(threads: Option<u32>) -> Result<JobSettings, Error> {
         force: false,
         engine: None,
         engine_model: None,
+        auto: None,
+        pin: false,
     };
     settings.validate()?;
     Ok(settings)

@@ -21,7 +21,7 @@ pub enum RuleArg {
 /// Arguments of `gate`.
 #[derive(Debug, Args)]
 #[command(after_help = "Exit codes: 0 pass, or inconclusive (with a warning); 1 a regression or a broken budget; \
-2 usage or input error; 3 harness or device error.\n\n\
+2 usage or input error; 3 harness or device error; 4 an invalid output (a side's runs generated different tokens).\n\n\
 Settings come from the built-in defaults, then the `[gate]` table of --sweep FILE, then these flags.")]
 pub struct GateArgs {
     /// The baseline: a store (pocketbench.db or its OUT folder), results.json, results.jsonl, or `run --json` output.
@@ -69,6 +69,14 @@ pub struct GateArgs {
     /// Fail (exit 1) on inconclusive or invalid comparisons too.
     #[arg(long)]
     pub strict: bool,
+    /// The metrics to gate (repeatable): decode_tok_s, prefill_tok_s, peak_mem_increase_mb,
+    /// energy_j_per_run, p99_itl_ms [default: the first four].
+    #[arg(long, value_name = "M", value_parser = metric_arg)]
+    pub metric: Vec<gate::Metric>,
+    /// Compare a side measured on a busy machine (contended repetitions no retake replaced) with a
+    /// clean one; refused by default.
+    #[arg(long)]
+    pub allow_contended: bool,
     /// Print how often these settings fire, by seeded simulation, instead of gating:
     /// A/A false alarms and the power against --slowdown.
     #[arg(long)]
@@ -88,6 +96,13 @@ pub struct GateArgs {
     /// Measuring both sides here (`--measure`).
     #[command(flatten)]
     pub sides: super::gate_measure::MeasureSides,
+}
+
+fn metric_arg(s: &str) -> Result<gate::Metric, String> {
+    gate::Metric::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = gate::Metric::EVERY.iter().map(|m| m.name()).collect();
+        format!("unknown metric `{s}`: one of {}", names.join(", "))
+    })
 }
 
 fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
@@ -111,6 +126,7 @@ fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
         ($($f:ident),*) => { $( if let Some(v) = a.$f { s.$f = v; } )* };
     }
     flag!(alpha, min_effect_speed, min_effect_energy, min_effect_memory, min_effect_memory_mb, min_samples, confidence);
+    s.allow_contended |= a.allow_contended;
     if let Some(r) = a.effect_rule {
         s.effect_rule = match r {
             RuleArg::Estimate => EffectRule::Estimate,
@@ -135,7 +151,7 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> 
         return print_power(a, &s);
     }
     let (baseline, candidate) = if a.sides.measure {
-        super::gate_measure::run(&a.sides, a.sweep.as_deref(), &super::devices(devices_dir)?)?
+        super::gate_measure::run(&a.sides, a.sweep.as_deref(), &super::devices(devices_dir)?, s.min_samples)?
     } else {
         let (Some(b), Some(c)) = (&a.baseline, &a.candidate) else {
             return Err(pocketbench::Error::usage("--baseline and --candidate are both needed").into());
@@ -145,7 +161,8 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> 
             pocketbench::report::source::load(c).context("reading the candidate")?,
         )
     };
-    let v = gate::evaluate(&baseline, &candidate, &s);
+    let metrics = if a.metric.is_empty() { gate::Metric::ALL.to_vec() } else { a.metric.clone() };
+    let v = gate::evaluate_metrics(&baseline, &candidate, &s, &metrics);
     if let Some(p) = &a.json {
         write(p, &(serde_json::to_string_pretty(&v)? + "\n"))?;
     }
@@ -156,6 +173,13 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> 
         append_summary(p, &v)?;
     }
     print(&v)?;
+    // A side whose runs disagree on their tokens measured something wrong:
+    // its speeds mean nothing, whatever the verdict says of them.
+    for (side, l) in [("baseline", &baseline), ("candidate", &candidate)] {
+        if let Some(why) = gate::trust::any_invalid_output(&l.records) {
+            return Err(pocketbench::Error::InvalidOutput(format!("the {side}: {why}")).into());
+        }
+    }
     let failed = v.outcome == Outcome::Fail;
     Ok(if failed || (a.strict && v.outcome == Outcome::Inconclusive) { Code::Failed } else { Code::Ok })
 }

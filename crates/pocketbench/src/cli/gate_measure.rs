@@ -14,6 +14,7 @@ use pocketbench::schedule::Cooling;
 use pocketbench::sweep::{Plan, PlanOptions};
 
 use super::render::{StderrReporter, Style};
+use super::reps_args::{AutoArgs, Reps};
 use super::{ShapeArgs, WorkloadArgs};
 
 /// What `gate --measure` measures and how each side differs.
@@ -31,9 +32,14 @@ pub struct MeasureSides {
     /// --measure: the workload (default: the sweep's, else the device's reference workload).
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// --measure: repetitions a side.
-    #[arg(long, default_value_t = 10, value_name = "N", requires = "measure")]
-    pub reps: u32,
+    /// --measure: repetitions a side, or `auto`: alternate until both sides' median decode speed is as
+    /// precise as --precision asks (at least --min-reps and the gate's --min-samples a side)
+    /// [default: auto].
+    #[arg(long, value_name = "N|auto", requires = "measure", value_parser = super::reps_args::reps_arg)]
+    pub reps: Option<Reps>,
+    /// --measure: the limits of --reps auto.
+    #[command(flatten)]
+    pub auto: AutoArgs,
     /// --measure: threads of both sides (default: the device's).
     #[arg(long, value_name = "T", requires = "measure")]
     pub threads: Option<u32>,
@@ -78,7 +84,12 @@ pub struct MeasureSides {
 }
 
 /// Measure both sides; return them as the gate's two inputs.
-pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow::Result<(Loaded, Loaded)> {
+pub fn run(
+    m: &MeasureSides,
+    sweep: Option<&Path>,
+    devices: &Devices,
+    min_samples: usize,
+) -> anyhow::Result<(Loaded, Loaded)> {
     let device = devices.get(&m.device)?;
     let shape_given = m.shape.preset.is_some() || m.shape.hidden.is_some() || m.shape.layers.is_some();
     let (shapes, w) = match (shape_given, sweep) {
@@ -102,6 +113,8 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
         force: false,
         engine,
         engine_model: model.clone(),
+        auto: None,
+        pin: false,
     };
     let runner = |p: &Option<PathBuf>| pocketbench::runner::for_device_with(device, p.as_deref());
     let (ra, rb) = (runner(&m.baseline_probe)?, runner(&m.candidate_probe)?);
@@ -115,13 +128,28 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
         runner: rb.as_ref(),
         settings: settings(m.candidate_threads, m.candidate_engine, &m.candidate_engine_model),
     };
-    if !(1..=pocketbench::probe::MAX_REPS).contains(&m.reps) {
+    let (mut reps, auto) = m.auto.resolve(m.reps.unwrap_or(Reps::Auto));
+    if auto.is_some() {
+        // Fewer than the gate's minimum a side would be inconclusive.
+        reps = reps.max(min_samples as u32);
+    }
+    if !(1..=pocketbench::probe::MAX_REPS).contains(&reps) {
         return Err(pocketbench::Error::usage(format!(
-            "--reps must be between 1 and {}, got {}",
-            pocketbench::probe::MAX_REPS,
-            m.reps
+            "--reps must be between 1 and {}, got {reps}",
+            pocketbench::probe::MAX_REPS
         ))
         .into());
+    }
+    if let Some(a) = auto {
+        if !(a.precision > 0.0 && a.precision < 1.0) || a.max_reps < reps || a.max_reps > pocketbench::probe::MAX_REPS {
+            return Err(pocketbench::Error::usage(format!(
+                "--reps auto needs --precision above 0 and below 1 and --max-reps from {reps} (the minimum a side) to {}, got {} and {}",
+                pocketbench::probe::MAX_REPS,
+                a.precision,
+                a.max_reps
+            ))
+            .into());
+        }
     }
     let thermal = device.profile().thermal.unwrap_or_default();
     let (cool_to, cool_timeout) =
@@ -130,7 +158,7 @@ pub fn run(m: &MeasureSides, sweep: Option<&Path>, devices: &Devices) -> anyhow:
         return Err(pocketbench::Error::usage(format!("--cool-to must be a temperature in C, got {cool_to}")).into());
     }
     let cooling = Cooling { target_c: cool_to, timeout: Duration::from_secs(cool_timeout), ..Cooling::default() };
-    let plan = abab::Plan { device, shapes: &shapes, workload: w, reps: m.reps, cooling };
+    let plan = abab::Plan { device, shapes: &shapes, workload: w, reps, auto, cooling };
     let mut reporter = StderrReporter::new(Style::Auto);
     Ok(abab::measure_into(&plan, [&a, &b], &m.out, &mut reporter)?)
 }

@@ -22,6 +22,7 @@ mod hostinfo_cmd;
 mod predict_cmd;
 mod probe_cmd;
 mod render;
+mod reps_args;
 mod run_cmd;
 mod sweep_cmd;
 
@@ -47,7 +48,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 ok (gate: pass or inconclusive), 1 a budget failed where asked to fail on it (gate: a regression or a broken budget), 2 usage or configuration error, 3 harness or device error.";
+const EXIT_CODES: &str = "Exit codes: 0 ok (gate: pass or inconclusive), 1 a budget failed where asked to fail on it (gate: a regression or a broken budget), 2 usage or configuration error, 3 harness or device error, 4 invalid output (a measurement generated different tokens).";
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]

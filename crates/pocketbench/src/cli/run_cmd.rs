@@ -8,14 +8,22 @@ use pocketbench::record::Record;
 use pocketbench::runner::{self, JobSettings};
 
 use super::render::{range, verdict};
+use super::reps_args::{AutoArgs, Reps};
 use super::{Code, ShapeArgs, WorkloadArgs};
 
 /// Measurement settings shared by `run` and `sweep --measure`.
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
-    /// Measured repetitions per configuration.
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    pub reps: u32,
+    /// Measured repetitions per configuration: a number, or `auto` (repeat until the median decode
+    /// speed is as precise as --precision asks) [default: `run`: auto; `sweep --measure`: 5].
+    #[arg(long, value_name = "N|auto", value_parser = super::reps_args::reps_arg)]
+    pub reps: Option<Reps>,
+    /// The limits of --reps auto.
+    #[command(flatten)]
+    pub auto: AutoArgs,
+    /// Pin the engine's threads one to a CPU (thread i to the i-th CPU this process may use).
+    #[arg(long)]
+    pub pin: bool,
     /// Threads (default: all cores of the device).
     #[arg(long, value_name = "T")]
     pub threads: Option<u32>,
@@ -73,15 +81,19 @@ pub struct RunArgs {
 }
 
 impl MeasureArgs {
-    /// The settings every job is built from (checked by the library's one job builder).
-    pub fn settings(&self) -> JobSettings {
+    /// The settings every job is built from (checked by the library's one
+    /// job builder); `default` where `--reps` was not given.
+    pub fn settings(&self, default: Reps) -> JobSettings {
+        let (reps, auto) = self.auto.resolve(self.reps.unwrap_or(default));
         JobSettings {
-            reps: self.reps,
+            reps,
             threads: self.threads,
             timeout: Duration::from_secs(self.timeout.max(1)),
             force: self.force,
             engine: self.engine,
             engine_model: self.engine_model.clone(),
+            auto,
+            pin: self.pin,
         }
     }
 }
@@ -91,14 +103,22 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
     let w = a.workload.on_device(device)?;
-    let job = a.measure.settings().job(device, shape, w).map_err(pocketbench::Error::from)?;
+    let job = a.measure.settings(Reps::Auto).job(device, shape, w).map_err(pocketbench::Error::from)?;
     let runner = runner::for_device(device)?;
-    eprintln!("measuring {} on {} ({} reps, {} threads, {w})...", shape, device.id(), job.reps, job.threads);
+    let reps = match job.auto {
+        Some(a) => format!("{}..{} reps until ±{:.1}%", job.reps, a.max_reps, a.precision * 100.0),
+        None => format!("{} reps", job.reps),
+    };
+    eprintln!("measuring {} on {} ({reps}, {} threads, {w})...", shape, device.id(), job.threads);
     let r = pocketbench::schedule::measure_one(runner.as_ref(), device, &job)?;
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print_measured(&r)?;
+    }
+    // Printed first (the data is kept), then refused.
+    if let Some(why) = r.measurement.as_ref().and_then(|m| m.invalid()) {
+        return Err(pocketbench::Error::InvalidOutput(format!("{} on {}: {why}", r.config_name, r.device)).into());
     }
     if a.save_point {
         let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
@@ -133,7 +153,43 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
         m.decode.outliers,
         verdict(&r.budgets.decode)
     );
+    if let Some(s) = &m.probe.sampling {
+        let precision = match (s.precision_target, s.precision_reached) {
+            (Some(t), Some(got)) => {
+                format!("median within ±{:.1}% (asked ±{:.1}%, stopped by {}); ", got * 100.0, t * 100.0, s.stopped_by)
+            }
+            _ => String::new(),
+        };
+        outln!(
+            "  samples       {precision}{} clean, {} contended, {} retaken{}",
+            s.clean,
+            s.contended,
+            s.retaken,
+            if m.contended { "   CONTENDED: a busy machine's figures" } else { "" }
+        );
+    }
     outln!("  prefill       {:>9.1} tok/s   time to first token {:.0} ms", r.prefill_tok_s, r.ttft_ms);
+    if let Some(l) = &m.itl {
+        outln!(
+            "  latency       p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms between tokens ({} steps)",
+            l.p50_ms,
+            l.p90_ms,
+            l.p99_ms,
+            l.max_ms,
+            l.steps
+        );
+    }
+    if let Some(o) = &m.output {
+        outln!(
+            "  output        tokens {} {}",
+            o.tokens_hash,
+            if o.agree {
+                "(every repetition the same)".to_string()
+            } else {
+                format!("INVALID: {} different token sequences", o.distinct)
+            }
+        );
+    }
     let external = m.probe.engine.parse::<pocketbench::probe::EngineKind>().is_ok_and(|e| e.is_external());
     outln!(
         "  peak memory   {:>9.1} MB      {}   {}",

@@ -24,6 +24,7 @@
 pub mod power;
 mod side;
 pub mod stats;
+pub mod trust;
 mod verdict;
 
 pub use side::{Described, Loaded};
@@ -92,6 +93,10 @@ pub struct Settings {
     pub resamples: usize,
     /// What the change must exceed.
     pub effect_rule: EffectRule,
+    /// Compare a side with contended repetitions against a clean one
+    /// (refused by default: a busy machine's slowdown is not a regression).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_contended: bool,
 }
 
 impl Default for Settings {
@@ -106,6 +111,7 @@ impl Default for Settings {
             confidence: 0.95,
             resamples: 2000,
             effect_rule: EffectRule::Estimate,
+            allow_contended: false,
         }
     }
 }
@@ -166,12 +172,25 @@ pub enum Metric {
     PeakMemIncreaseMb,
     /// Energy per run, J (lower is better).
     EnergyJPerRun,
+    /// The 99th percentile of the inter-token latency, ms (lower is
+    /// better): one sample a repetition, the p99 of its decode steps.
+    /// Gated when asked (`--metric p99_itl_ms`).
+    P99ItlMs,
 }
 
 impl Metric {
     /// Every metric, in report order.
     pub const ALL: [Metric; 4] =
         [Metric::DecodeTokS, Metric::PrefillTokS, Metric::PeakMemIncreaseMb, Metric::EnergyJPerRun];
+
+    /// Every metric that can be gated, the default four first.
+    pub const EVERY: [Metric; 5] =
+        [Metric::DecodeTokS, Metric::PrefillTokS, Metric::PeakMemIncreaseMb, Metric::EnergyJPerRun, Metric::P99ItlMs];
+
+    /// The metric of a name ([`Metric::name`]).
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::EVERY.into_iter().find(|m| m.name() == name)
+    }
 
     /// The record's field name.
     pub fn name(self) -> &'static str {
@@ -180,6 +199,7 @@ impl Metric {
             Metric::PrefillTokS => "prefill_tok_s",
             Metric::PeakMemIncreaseMb => "peak_mem_increase_mb",
             Metric::EnergyJPerRun => "energy_j_per_run",
+            Metric::P99ItlMs => "p99_itl_ms",
         }
     }
 
@@ -189,6 +209,7 @@ impl Metric {
             Metric::DecodeTokS | Metric::PrefillTokS => "tok/s",
             Metric::PeakMemIncreaseMb => "MB",
             Metric::EnergyJPerRun => "J",
+            Metric::P99ItlMs => "ms",
         }
     }
 
@@ -202,12 +223,16 @@ impl Metric {
     /// measure it.
     pub fn samples(self, r: &Record) -> Vec<f64> {
         let Some(m) = r.measurement.as_ref() else { return Vec::new() };
-        let reps = &m.probe.reps;
+        // Retaken repetitions (contended, taken again) are not samples.
+        let reps = || crate::trust::kept(&m.probe);
         match self {
-            Metric::DecodeTokS => reps.iter().map(|x| x.decode_tok_s).collect(),
-            Metric::PrefillTokS => reps.iter().map(|x| x.prefill_tok_s).collect(),
+            Metric::DecodeTokS => reps().map(|x| x.decode_tok_s).collect(),
+            Metric::PrefillTokS => reps().map(|x| x.prefill_tok_s).collect(),
             Metric::PeakMemIncreaseMb => vec![m.probe.peak_increase_bytes as f64 / 1e6],
-            Metric::EnergyJPerRun => reps.iter().filter_map(|x| x.energy.as_ref().map(|e| e.joules)).collect(),
+            Metric::EnergyJPerRun => reps().filter_map(|x| x.energy.as_ref().map(|e| e.joules)).collect(),
+            Metric::P99ItlMs => {
+                reps().filter_map(|x| crate::trust::Latency::of(std::iter::once(x)).map(|l| l.p99_ms)).collect()
+            }
         }
         .into_iter()
         .filter(|v| v.is_finite())
@@ -219,7 +244,7 @@ impl Metric {
             Metric::DecodeTokS => Some(r.budgets.decode),
             Metric::PeakMemIncreaseMb => Some(r.budgets.memory),
             Metric::EnergyJPerRun => Some(r.budgets.energy),
-            Metric::PrefillTokS => None,
+            Metric::PrefillTokS | Metric::P99ItlMs => None,
         }
     }
 }
@@ -277,8 +302,14 @@ fn group(records: &[Record], failures: &[FailedMeasurement]) -> Grouped {
     Grouped { records: map, failures: failures.to_vec() }
 }
 
-/// Compare two sides. Pure: the same inputs give the same verdict.
+/// Compare two sides on the default metrics ([`Metric::ALL`]). Pure: the
+/// same inputs give the same verdict.
 pub fn evaluate(baseline: &Loaded, candidate: &Loaded, settings: &Settings) -> Verdict {
+    evaluate_metrics(baseline, candidate, settings, &Metric::ALL)
+}
+
+/// [`evaluate`] on `metrics`.
+pub fn evaluate_metrics(baseline: &Loaded, candidate: &Loaded, settings: &Settings, metrics: &[Metric]) -> Verdict {
     let b = group(&baseline.records, &baseline.failures);
     let c = group(&candidate.records, &candidate.failures);
     let unmatched = |from: &Grouped, other: &Grouped| -> Vec<Unmatched> {
@@ -293,7 +324,7 @@ pub fn evaluate(baseline: &Loaded, candidate: &Loaded, settings: &Settings) -> V
     let mut comparisons = Vec::new();
     for (key, brecs) in &b.records {
         let Some(crecs) = c.records.get(key) else { continue };
-        for metric in Metric::ALL {
+        for &metric in metrics {
             comparisons.push(compare(key, brecs, crecs, &b, &c, metric, settings));
         }
     }
@@ -328,7 +359,7 @@ pub fn evaluate(baseline: &Loaded, candidate: &Loaded, settings: &Settings) -> V
 
 fn min_effect(metric: Metric, s: &Settings) -> f64 {
     match metric {
-        Metric::DecodeTokS | Metric::PrefillTokS => s.min_effect_speed,
+        Metric::DecodeTokS | Metric::PrefillTokS | Metric::P99ItlMs => s.min_effect_speed,
         Metric::EnergyJPerRun => s.min_effect_energy,
         Metric::PeakMemIncreaseMb => s.min_effect_memory,
     }
@@ -426,7 +457,9 @@ fn compare(
     let mut out = Comparison::pending(key.clone(), last.config_name.clone(), metric, [baseline, candidate], effect);
     out.budget = budget;
     // 1. Validity.
-    if let Some((status, reason)) = not_comparable(key, metric, (brecs, &bs, b), (last, &cs, c)) {
+    if let Some((status, reason)) = not_comparable(key, metric, (brecs, &bs, b), (last, &cs, c))
+        .or_else(|| trust::untrusted(brecs, crecs, s.allow_contended))
+    {
         (out.status, out.reason) = (status, reason);
         return out;
     }

@@ -10,6 +10,7 @@ use super::Job;
 use crate::arch::Shape;
 use crate::device::Device;
 use crate::probe::thermal::Cooling;
+use crate::probe::timing::AutoReps;
 use crate::probe::{EngineKind, MAX_REPS};
 use crate::workload::Workload;
 
@@ -28,6 +29,11 @@ pub struct JobSettings {
     pub engine: Option<EngineKind>,
     /// A model in the engine's own format (mnn-llm-bench's MNN export).
     pub engine_model: Option<PathBuf>,
+    /// Repeat until the median is as precise as asked (`reps` is then the
+    /// minimum); `None`: exactly `reps`.
+    pub auto: Option<AutoReps>,
+    /// Pin the engine's threads one to a CPU.
+    pub pin: bool,
 }
 
 /// Why a measurement cannot be made as asked. Every variant is the user's
@@ -40,6 +46,19 @@ pub enum JobError {
     /// Threads out of range.
     #[error("--threads must be between 1 and 1024, got {0}")]
     Threads(u32),
+    /// A precision that no interval can reach or that means nothing.
+    #[error("--precision must be above 0 and below 1 (0.02 for ±2%), got {0}")]
+    Precision(f64),
+    /// The repetition cap of `--reps auto` below its minimum.
+    #[error(
+        "--max-reps must be at least {min} (the minimum, and 2 for an interval) and at most {MAX_REPS}, got {max}"
+    )]
+    MaxReps {
+        /// The least it may be.
+        min: u32,
+        /// What was given.
+        max: u32,
+    },
     /// The engine is not in this binary or not on this machine.
     #[error("{0}")]
     EngineUnavailable(String),
@@ -74,6 +93,14 @@ impl JobSettings {
         }
         if let Some(t) = self.threads.filter(|t| *t == 0 || *t > 1024) {
             return Err(JobError::Threads(t));
+        }
+        if let Some(a) = self.auto {
+            if !(a.precision > 0.0 && a.precision < 1.0) {
+                return Err(JobError::Precision(a.precision));
+            }
+            if a.max_reps < self.reps.max(2) || a.max_reps > MAX_REPS {
+                return Err(JobError::MaxReps { min: self.reps.max(2), max: a.max_reps });
+            }
         }
         if let Some(e) = self.engine {
             available(e)?;
@@ -136,6 +163,9 @@ impl JobSettings {
             force: self.force,
             engine,
             engine_model,
+            auto: self.auto,
+            pin: self.pin,
+            contention: None,
             cooling: device
                 .profile()
                 .thermal

@@ -97,6 +97,13 @@ pub struct Job {
     /// Cool the device down before each repetition (the profile's
     /// `[thermal]`, where it has one).
     pub cooling: Option<crate::probe::thermal::Cooling>,
+    /// Repeat until the median is as precise as asked (`reps` the minimum).
+    pub auto: Option<crate::probe::timing::AutoReps>,
+    /// Pin the engine's threads one to a CPU.
+    pub pin: bool,
+    /// When a repetition counts as contended and how many are retaken: set
+    /// by the scheduler from its policy, applied by the probe.
+    pub contention: Option<crate::probe::window::Contention>,
 }
 
 impl Job {
@@ -104,8 +111,12 @@ impl Job {
     /// probe may spend waiting for the device to cool before each
     /// repetition, which is not the configuration's fault.
     pub fn limit(&self) -> Duration {
-        let cooling = self.cooling.map_or(0.0, |c| c.timeout_s.max(0.0) * self.reps as f64);
-        self.timeout + Duration::from_secs_f64(cooling)
+        let reps = self.auto.map_or(self.reps, |a| a.max_reps) + self.contention.map_or(0, |c| c.retakes);
+        let cooling = self.cooling.map_or(0.0, |c| c.timeout_s.max(0.0) * reps as f64);
+        // Automatic repetitions stop at their time cap; the timeout is for
+        // the rest (the load, the fixed minimum).
+        let auto = self.auto.map_or(0.0, |a| a.max_seconds.max(0.0));
+        self.timeout + Duration::from_secs_f64(cooling + auto)
     }
 
     /// The probe's spec for this job, its model at `model` (a path on the
@@ -122,6 +133,9 @@ impl Job {
             engine: self.engine,
             timeout_s: Some(self.timeout.as_secs_f64()),
             cooling: self.cooling,
+            contention: self.contention,
+            auto: self.auto,
+            pin: self.pin,
         }
     }
 }

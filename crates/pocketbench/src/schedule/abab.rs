@@ -56,8 +56,11 @@ pub struct Plan<'a> {
     pub shapes: &'a [Shape],
     /// Their workload.
     pub workload: Workload,
-    /// Repetitions a side.
+    /// Repetitions a side (the minimum, with `auto`).
     pub reps: u32,
+    /// Alternate until both sides' median decode speed is as precise as
+    /// asked, or a cap is hit; `None`: exactly `reps` a side.
+    pub auto: Option<crate::probe::timing::AutoReps>,
     /// Cooling before each repetition.
     pub cooling: Cooling,
 }
@@ -92,16 +95,36 @@ pub fn measure(
     for pair in &jobs {
         let acct = pair[0].shape.accounting();
         let cap = capability(&pair[0].shape, &acct, &proxy, None);
-        for _ in 0..plan.reps {
+        let started = std::time::Instant::now();
+        let first = [out.baseline.len(), out.candidate.len()];
+        for i in 0.. {
+            if stop(plan, i, started, [&out.baseline[first[0]..], &out.candidate[first[1]..]]) {
+                break;
+            }
             for (side, (arm, job)) in arms.iter().zip(pair).enumerate() {
                 done += 1;
                 let attempted = schedulers[side].run(job, &cap, reporter);
-                let rep = Rep { plan, arm, job, done, runs };
+                let rep = Rep { plan, arm, job, done, runs: runs.max(done) };
                 rep.keep(attempted, side, &mut out, sink, reporter)?;
             }
         }
     }
     Ok(out)
+}
+
+/// Whether one configuration has enough pairs after `pairs`: the fixed
+/// count, or with `auto` both sides' median decode speed within the
+/// precision (each record one repetition), or a cap.
+fn stop(plan: &Plan, pairs: u32, started: std::time::Instant, sides: [&[Record]; 2]) -> bool {
+    if pairs < plan.reps {
+        return false;
+    }
+    let Some(auto) = plan.auto else { return true };
+    let precise = sides.iter().all(|records| {
+        let v: Vec<f64> = records.iter().map(|r| r.decode_tok_s).collect();
+        crate::probe::timing::relative_half_width(&v).is_some_and(|w| w <= auto.precision)
+    });
+    precise || pairs >= auto.max_reps || started.elapsed().as_secs_f64() >= auto.max_seconds
 }
 
 /// [`measure`] with each record appended to `dir/baseline.jsonl` or
@@ -262,6 +285,8 @@ mod tests {
             force: false,
             engine: None,
             engine_model: None,
+            auto: None,
+            pin: false,
         }
     }
 
@@ -304,7 +329,7 @@ mod tests {
         let mut events = Collect::default();
         let workload = crate::workload::Workload::new(16, 8, None).unwrap();
         let shapes = [shape()];
-        let plan = Plan { device: host, shapes: &shapes, workload, reps: 3, cooling };
+        let plan = Plan { device: host, shapes: &shapes, workload, reps: 3, auto: None, cooling };
         let mut sink = |arm, r: &crate::record::Record| {
             sunk.push((arm, r.decode_tok_s));
             Ok(())
@@ -341,7 +366,7 @@ mod tests {
         let cooling = Cooling { target_c: 37.0, timeout: Duration::from_millis(20), poll: Duration::from_millis(5) };
         let workload = crate::workload::Workload::new(16, 8, None).unwrap();
         let shapes = [shape()];
-        let plan = Plan { device: host, shapes: &shapes, workload, reps: 2, cooling };
+        let plan = Plan { device: host, shapes: &shapes, workload, reps: 2, auto: None, cooling };
         let got = measure(&plan, [&arm, &other], &mut |_, _| Ok(()), &mut Collect::default()).unwrap();
         assert_eq!(got.too_hot, 4);
         assert!(got.baseline.is_empty() && LOG.lock().unwrap().is_empty());

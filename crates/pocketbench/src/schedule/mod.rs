@@ -14,6 +14,13 @@
 //! session can come back; calibration and the gate measure one repetition
 //! per probe run and retry any failure once, at once (one repetition
 //! failing is more often the shared machine than the configuration).
+//!
+//! Every policy also carries the [`Contention`] rule: a repetition whose
+//! window saw steal or other processes' CPU time above its thresholds is
+//! marked `contended` and retaken, a bounded number of times. The probe
+//! applies the rule (only it sees a window while a retake can still be
+//! made in the same process and minutes); the policy decides it, and the
+//! record carries the clean, contended and retaken counts.
 
 pub mod abab;
 
@@ -22,6 +29,7 @@ use std::time::{Duration, Instant};
 use crate::capability::Capability;
 use crate::device::Device;
 use crate::event::{Event, Reporter};
+use crate::probe::window::Contention;
 use crate::provenance::Method;
 use crate::record::{measured, Record};
 use crate::runner::{Failure, Job, Runner};
@@ -63,6 +71,10 @@ pub struct Policy {
     pub backoff: bool,
     /// Cool the device before each job (where its runner reads a temperature).
     pub cooling: Option<Cooling>,
+    /// When a repetition counts as contended, and how many the probe
+    /// retakes in the job ([`Contention::default`] for every caller: 5%
+    /// steal or 10% others' CPU time, 10 retakes).
+    pub contention: Option<Contention>,
 }
 
 impl Policy {
@@ -70,13 +82,19 @@ impl Policy {
     /// with pauses; nothing is cooled here (the probe cools between its
     /// own repetitions where the profile asks).
     pub fn sweep(retries: u32) -> Policy {
-        Policy { retries, retry: Retry::Unavailable, backoff: true, cooling: None }
+        Policy {
+            retries,
+            retry: Retry::Unavailable,
+            backoff: true,
+            cooling: None,
+            contention: Some(Contention::default()),
+        }
     }
 
     /// One repetition per probe run (calibration, the gate): any failure
     /// is tried once more, at once.
     pub fn single_repetition(cooling: Option<Cooling>) -> Policy {
-        Policy { retries: 1, retry: Retry::Any, backoff: false, cooling }
+        Policy { retries: 1, retry: Retry::Any, backoff: false, cooling, contention: Some(Contention::default()) }
     }
 
     /// The pause before attempt `attempt + 1`.
@@ -149,6 +167,7 @@ impl<'a> Scheduler<'a> {
                 (celsius, false) => return Attempted::TooHot { celsius: celsius.unwrap_or(f64::NAN) },
             },
         };
+        let job = &Job { contention: self.policy.contention, ..job.clone() };
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -188,7 +207,13 @@ impl<'a> Scheduler<'a> {
 pub fn measure_one(runner: &dyn Runner, device: &Device, job: &Job) -> Result<Record, crate::Error> {
     let acct = job.shape.accounting();
     let cap = crate::capability::capability(&job.shape, &acct, &crate::capability::ProxySettings::default(), None);
-    let policy = Policy { retries: 0, retry: Retry::Unavailable, backoff: false, cooling: None };
+    let policy = Policy {
+        retries: 0,
+        retry: Retry::Unavailable,
+        backoff: false,
+        cooling: None,
+        contention: Some(Contention::default()),
+    };
     match Scheduler::new(runner, device, policy).run(job, &cap, &mut crate::event::Silent) {
         Attempted::Measured { record, .. } => Ok(*record),
         Attempted::Failed { failure, .. } => Err(failure.into()),
@@ -242,6 +267,8 @@ mod tests {
             force: false,
             engine: None,
             engine_model: None,
+            auto: None,
+            pin: false,
         };
         settings.job(device, shape, crate::workload::Workload { prompt: 8, gen: 4, context: 12 }).unwrap()
     }

@@ -63,6 +63,13 @@ pub(super) const RESULT_COLUMNS: &[&str] = &[
     "energy_certainty",
     "avg_power_w",
     "energy_gross_j_per_run",
+    "itl_p50_ms",
+    "itl_p90_ms",
+    "itl_p99_ms",
+    "itl_max_ms",
+    "tokens_hash",
+    "output_agrees",
+    "contended",
 ];
 
 /// A unit-like enum's serde name ("pass", "measured").
@@ -106,6 +113,9 @@ pub(super) fn insert_record(
     let methods = measured.then(|| serde_json::to_string(&rec.methods).unwrap_or_default());
     let measurement = rec.measurement.as_ref().map(|m| serde_json::to_string(m.as_ref()).unwrap_or_default());
     let (d, m, e) = (&rec.budgets.decode, &rec.budgets.memory, &rec.budgets.energy);
+    let meas = rec.measurement.as_deref();
+    let itl = meas.and_then(|m| m.itl);
+    let output = meas.and_then(|m| m.output.as_ref());
     st.execute(rusqlite::params![
         run_id,
         rec.config_id,
@@ -155,6 +165,13 @@ pub(super) fn insert_record(
         e.certainty.map(Certainty::as_str),
         rec.avg_power_w,
         rec.energy_gross_j_per_run,
+        itl.map(|l| l.p50_ms),
+        itl.map(|l| l.p90_ms),
+        itl.map(|l| l.p99_ms),
+        itl.map(|l| l.max_ms),
+        output.map(|o| o.tokens_hash.as_str()),
+        output.map(|o| o.agree),
+        meas.map(|m| m.contended),
     ])
 }
 

@@ -4,10 +4,30 @@
 //! edited: a change is a new entry.
 
 /// The schema version this build writes.
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 
 /// Migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+
+/// Version 4: what a measurement's samples say beside its medians, as
+/// columns to query (the measurement's JSON holds them too): the
+/// inter-token latency tails, the output fingerprint and whether every
+/// repetition agreed on it, whether contended repetitions were kept; and
+/// each sample's fingerprint, contention and retake, and its p99 step.
+/// Rows written before read them as unknown (null).
+const V4: &str = r#"
+ALTER TABLE results ADD COLUMN itl_p50_ms REAL;
+ALTER TABLE results ADD COLUMN itl_p90_ms REAL;
+ALTER TABLE results ADD COLUMN itl_p99_ms REAL;
+ALTER TABLE results ADD COLUMN itl_max_ms REAL;
+ALTER TABLE results ADD COLUMN tokens_hash TEXT;
+ALTER TABLE results ADD COLUMN output_agrees INTEGER;
+ALTER TABLE results ADD COLUMN contended INTEGER;
+ALTER TABLE samples ADD COLUMN tokens_hash TEXT;
+ALTER TABLE samples ADD COLUMN contended INTEGER;
+ALTER TABLE samples ADD COLUMN retaken INTEGER;
+ALTER TABLE samples ADD COLUMN itl_p99_ms REAL;
+"#;
 
 /// Version 3: a measured run's average power and gross energy (the net
 /// figure stays `energy_j_per_run`). Rows written before read them as

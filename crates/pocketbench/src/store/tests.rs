@@ -144,12 +144,13 @@ fn a_version_1_store_is_migrated_and_its_rows_read_without_ranges() {
         .conn
         .query_row(
             "SELECT count(*) FROM pragma_table_info('results') \
-             WHERE name IN ('ttft_ms_low', 'energy_certainty', 'avg_power_w', 'energy_gross_j_per_run')",
+             WHERE name IN ('ttft_ms_low', 'energy_certainty', 'avg_power_w', 'energy_gross_j_per_run', \
+             'itl_p99_ms', 'tokens_hash')",
             [],
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(cols, 4, "every later version's columns exist");
+    assert_eq!(cols, 6, "every later version's columns exist");
     drop(store);
 
     // A row written before the ranges existed (its new columns null) reads

@@ -259,7 +259,8 @@ impl Store {
             let mut st = tx
                 .prepare(
                     "INSERT INTO samples (result_id, rep, load_s, prefill_s, ttft_s, decode_s, prefill_tok_s, \
-                     decode_tok_s, energy_j, energy_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     decode_tok_s, energy_j, energy_s, tokens_hash, contended, retaken, itl_p99_ms) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 )
                 .map_err(e)?;
             for (i, r) in m.probe.reps.iter().enumerate() {
@@ -273,7 +274,11 @@ impl Store {
                     r.prefill_tok_s,
                     r.decode_tok_s,
                     r.energy.as_ref().map(|x| x.joules),
-                    r.energy.as_ref().map(|x| x.seconds)
+                    r.energy.as_ref().map(|x| x.seconds),
+                    r.tokens_hash,
+                    r.window.as_ref().map(|w| w.contended),
+                    r.retaken,
+                    crate::trust::Latency::of(std::iter::once(r)).map(|l| l.p99_ms)
                 ])
                 .map_err(e)?;
             }

@@ -298,6 +298,8 @@ mod tests {
             force: false,
             engine: Some(crate::probe::EngineKind::Native),
             engine_model: None,
+            auto: None,
+            pin: false,
         };
         let settings = MeasureSettings { selection: Selection::All, job, retries, retry_failed: false };
         let identity = crate::store::Identity::new("t", "t.toml", b"", "{}".into(), None);

@@ -50,7 +50,7 @@ pub use attention::{attend, KvRows};
 pub use buf::{transparent_huge_pages, Arena, HalfBuf, WeightBuf};
 pub use layout::GROUP;
 pub use matmul::{argmax, for_each_chunk, matmul, span, Shares};
-pub use pool::Pool;
+pub use pool::{allowed_cpus, pinning, set_pinning, Pool};
 pub use qmatrix::{MatrixError, QMatrix, WeightType, WEIGHT_TYPES};
 pub use select::{choose_kernels, x8_choice, x8_variant, Choice, X8, X8_VARIANTS};
 

@@ -84,9 +84,54 @@ fn spin(spins: &mut u32) {
     }
 }
 
+/// Pin each new pool's threads one to a CPU ([`set_pinning`]).
+static PIN: AtomicBool = AtomicBool::new(false);
+
+/// Whether pools made from now on pin their threads: thread `i` (the
+/// caller is 0) to the `i`-th CPU the process may run on. Off by default;
+/// the probe turns it on when its spec asks (`pin`).
+pub fn set_pinning(on: bool) {
+    PIN.store(on, SeqCst);
+}
+
+/// Whether pools pin their threads.
+pub fn pinning() -> bool {
+    PIN.load(SeqCst)
+}
+
+/// The CPUs this process may run on, ascending (empty where unknown).
+pub fn allowed_cpus() -> Vec<u32> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        if let Ok(set) = rustix::thread::sched_getaffinity(None) {
+            return (0..rustix::thread::CpuSet::MAX_CPU).filter(|c| set.is_set(*c)).map(|c| c as u32).collect();
+        }
+    }
+    Vec::new()
+}
+
+/// Pin the calling thread to the `index`-th allowed CPU (wrapping).
+fn pin_current(index: usize, cpus: &[u32]) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(&cpu) = cpus.get(index % cpus.len().max(1)) {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu as usize);
+        // A refused pin (a cgroup that moved the CPU away) leaves the
+        // thread where the scheduler puts it; the record says `pinned`
+        // from the setting, the covariates say where threads ran.
+        let _ = rustix::thread::sched_setaffinity(None, &set);
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = (index, cpus);
+}
+
 impl Pool {
     /// A pool of `threads` (at least 1) including the calling thread.
     pub fn new(threads: usize) -> Pool {
+        let pin = pinning().then(allowed_cpus).filter(|c| !c.is_empty());
+        if let Some(cpus) = &pin {
+            pin_current(0, cpus);
+        }
         let noop: &'static Job = &noop;
         let shared = Arc::new(Shared {
             job: UnsafeCell::new(noop as *const Job),
@@ -104,9 +149,15 @@ impl Pool {
         let workers = (1..threads.max(1))
             .map(|index| {
                 let sh = Arc::clone(&shared);
+                let pin = pin.clone();
                 std::thread::Builder::new()
                     .name(format!("pocketbench-worker-{index}"))
-                    .spawn(move || worker(&sh, index))
+                    .spawn(move || {
+                        if let Some(cpus) = &pin {
+                            pin_current(index, cpus);
+                        }
+                        worker(&sh, index)
+                    })
                     .expect("spawn a pool worker")
             })
             .collect();

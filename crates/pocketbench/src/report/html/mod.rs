@@ -36,6 +36,7 @@ figure figcaption{font-size:.85em;color:#555}
 svg.chart{width:100%;height:auto;display:block}svg.ci{vertical-align:middle}td.why{white-space:normal;min-width:320px}
 .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:.8em;font-weight:600;margin-right:4px}
 .pass{background:#e3f5ea;color:#176b3a}.fail{background:#fde8e8;color:#a11d1d}.na{background:#eee;color:#555}
+td.contended{background:#fff4e5}
 table{border-collapse:collapse;font-size:.85em;width:100%;background:#fff}
 th,td{border-bottom:1px solid #eee;padding:3px 6px;text-align:left;white-space:nowrap}
 td.n,th.n{text-align:right}th{cursor:pointer;position:sticky;top:0;background:#f3f3f3}
@@ -165,13 +166,32 @@ fn summary_cards(s: &mut String, report: &SweepReport) {
     s.push_str("</div>");
 }
 
+/// A measurement's output fingerprint; red when its repetitions disagree.
+fn output_cell(m: &crate::record::Measurement) -> String {
+    match (&m.output, m.invalid()) {
+        (None, _) => "<td class=\"muted\">not hashed</td>".into(),
+        (Some(o), None) => format!("<td><code>{}</code></td>", escape(&o.tokens_hash)),
+        (Some(_), Some(why)) => format!("<td class=\"fail\" title=\"{}\">INVALID</td>", escape(&why)),
+    }
+}
+
+/// Clean, contended and retaken repetitions, and the precision reached.
+fn samples_cell(m: &crate::record::Measurement) -> String {
+    let Some(s) = &m.probe.sampling else { return "<td class=\"muted\">n/a</td>".into() };
+    let precision = s.precision_reached.map_or(String::new(), |p| format!(", ±{:.1}%", p * 100.0));
+    let text = format!("{} clean, {} contended, {} retaken{precision}", s.clean, s.contended, s.retaken);
+    let class = if m.contended { " class=\"contended\"" } else { "" };
+    format!("<td{class}>{}</td>", escape(&text))
+}
+
 fn error_table(s: &mut String, measured: &[&Record]) {
     s.push_str(
         "<div class=\"scroll\"><table><thead><tr><th>device</th><th>configuration</th>\
          <th class=\"n\">decode predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
          <th class=\"n\">prefill predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
          <th class=\"n\">TTFT ms predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
-         <th class=\"n\">peak MB predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th></tr></thead><tbody>",
+         <th class=\"n\">peak MB predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
+         <th class=\"n\">p99 ITL ms</th><th>output</th><th>samples</th></tr></thead><tbody>",
     );
     for r in measured {
         let Some(m) = &r.measurement else { continue };
@@ -188,7 +208,8 @@ fn error_table(s: &mut String, measured: &[&Record]) {
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td></tr>",
+             <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td>{}{}</tr>",
             escape(&r.device),
             escape(&r.config_name),
             p.decode_tok_s,
@@ -202,7 +223,10 @@ fn error_table(s: &mut String, measured: &[&Record]) {
             if p.ttft_ms > 0.0 { err(p.ttft_ms, r.ttft_ms) } else { "n/a".into() },
             p.peak_mem_increase_mb,
             r.peak_mem_increase_mb,
-            err(p.peak_mem_increase_mb, r.peak_mem_increase_mb)
+            err(p.peak_mem_increase_mb, r.peak_mem_increase_mb),
+            m.itl.map_or("n/a".into(), |l| format!("{:.2}", l.p99_ms)),
+            output_cell(m),
+            samples_cell(m)
         );
     }
     s.push_str("</tbody></table></div><p class=\"muted\">Error = predicted / measured - 1.</p>");
@@ -397,6 +421,9 @@ fn charts_html(s: &mut String, report: &SweepReport, measured: &[&Record]) -> Re
         s.push_str("<h2>Predicted against measured</h2><div class=\"grid\">");
         for mem in [false, true] {
             figure_html(s, &charts::measured::figure(measured, mem)?);
+        }
+        if let Some(f) = charts::latency::figure(measured)? {
+            figure_html(s, &f);
         }
         s.push_str("</div>");
         error_table(s, measured);

@@ -4,6 +4,7 @@
 
 pub mod depth;
 pub mod frontier;
+pub mod latency;
 pub mod measured;
 pub mod scaling;
 pub mod vocab;

@@ -1,0 +1,365 @@
+//! The timing loop: warm-up, then repetitions of prefill and greedy decode,
+//! each step timed and each generated token kept (hashed into the
+//! repetition's output fingerprint), each window's covariates read, a
+//! contended repetition retaken where the spec's rule allows, and with
+//! `auto` repetitions until the median's interval is as tight as asked.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::EngineError;
+use crate::window::{self, Contention, ProcessCovariates};
+use crate::{energy, thermal, Engine, ProbeError, ProbeSpec, Rep};
+
+/// Repeat until the 95% interval of the median decode speed is within
+/// ±`precision` of it, or a cap is hit (hyperfine's `--min-runs` and
+/// `--max-runs`, criterion's measurement time). The spec's `reps` is the
+/// minimum.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoReps {
+    /// Half-width of the interval / median to reach: 0.02 for ±2%.
+    pub precision: f64,
+    /// Repetitions at most (counting only those summarized).
+    pub max_reps: u32,
+    /// Seconds of repetitions at most.
+    pub max_seconds: f64,
+}
+
+impl Default for AutoReps {
+    fn default() -> Self {
+        AutoReps { precision: 0.02, max_reps: 30, max_seconds: 120.0 }
+    }
+}
+
+/// How the repetitions were taken: counts, and where repetitions were
+/// automatic, the precision reached and what stopped them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// Repetitions whose window was clean (and kept).
+    pub clean: u32,
+    /// Contended repetitions kept because no retake was left.
+    pub contended: u32,
+    /// Contended repetitions retaken (kept in `reps`, not summarized).
+    pub retaken: u32,
+    /// The target half-width of the median's 95% interval, with `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision_target: Option<f64>,
+    /// The half-width reached / median, where 2 or more were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision_reached: Option<f64>,
+    /// What ended the repetitions: "reps" (the fixed count), "precision",
+    /// "max reps" or "time cap".
+    pub stopped_by: String,
+}
+
+/// One run's decode: the time of each step, the tokens generated.
+#[derive(Debug, Default, Clone)]
+pub struct Trace {
+    /// Microseconds of each decode step (the inter-token latencies).
+    pub steps_us: Vec<u32>,
+    /// Every generated token, the prefill's first included.
+    pub tokens: Vec<u32>,
+}
+
+impl Trace {
+    /// The output fingerprint: FNV-1a of the tokens' little-endian bytes.
+    pub fn hash(&self) -> String {
+        let bytes: Vec<u8> = self.tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        format!("{:016x}", pocketbench_types::fnv1a(&bytes))
+    }
+}
+
+/// The timed decode loop: `gen` greedy steps from position `offset`, each
+/// fed the previous token; returns seconds. One clock read per token, the
+/// token kept, and one virtual call per token are all it adds to the
+/// engine's own work (the `decode` benchmark times it around an engine
+/// that does nothing).
+pub fn decode_loop(
+    m: &mut dyn Engine,
+    next: &mut u32,
+    offset: usize,
+    gen: u32,
+    trace: &mut Trace,
+) -> Result<f64, ProbeError> {
+    let t0 = Instant::now();
+    let mut prev = t0;
+    for i in 0..gen as usize {
+        *next = m.step(&[*next], offset + i)?;
+        let now = Instant::now();
+        trace.steps_us.push((now - prev).as_micros().min(u32::MAX as u128) as u32);
+        trace.tokens.push(*next);
+        prev = now;
+    }
+    Ok((prev - t0).as_secs_f64())
+}
+
+/// A test hook: `POCKETBENCH_INJECT_WRONG_TOKEN=R` replaces the first
+/// decode step's token of repetition R (0-based) by the next id, as one
+/// changed logit would, so the tests can see that a wrong output is
+/// caught. The result's methods say when it was set.
+pub const INJECT_WRONG_TOKEN: &str = "POCKETBENCH_INJECT_WRONG_TOKEN";
+
+struct Faulty<'a> {
+    inner: &'a mut dyn Engine,
+    armed: bool,
+    vocab: u32,
+}
+
+impl Engine for Faulty<'_> {
+    fn reset(&mut self) -> Result<(), EngineError> {
+        self.inner.reset()
+    }
+    fn step(&mut self, tokens: &[u32], offset: usize) -> Result<u32, EngineError> {
+        let t = self.inner.step(tokens, offset)?;
+        if self.armed && tokens.len() == 1 {
+            self.armed = false;
+            return Ok((t + 1) % self.vocab);
+        }
+        Ok(t)
+    }
+}
+
+/// The repetition to inject a wrong token into, if asked.
+pub fn injected_rep() -> Option<u32> {
+    std::env::var(INJECT_WRONG_TOKEN).ok()?.trim().parse().ok()
+}
+
+/// Run the workload once; returns (prefill, ttft, decode) seconds.
+fn run_once(m: &mut dyn Engine, tokens: &[u32], gen: u32, trace: &mut Trace) -> Result<(f64, f64, f64), ProbeError> {
+    m.reset()?;
+    let t0 = Instant::now();
+    let mut next = m.step(tokens, 0)?;
+    let prefill = t0.elapsed().as_secs_f64();
+    let ttft = prefill; // the first token is the argmax of the prefill's logits
+    trace.tokens.push(next);
+    let decode = decode_loop(m, &mut next, tokens.len(), gen, trace)?;
+    Ok((prefill, ttft, decode))
+}
+
+/// The half-width of the 95% interval of the median of `v`, over it.
+pub fn relative_half_width(v: &[f64]) -> Option<f64> {
+    let s = pocketbench_types::stats::Sample::new(v.to_vec()).ok()?;
+    let (lo, hi) = s.median_ci95();
+    Some((hi - lo) / 2.0 / s.median())
+}
+
+/// When to stop: the repetitions kept (summarized) so far decide.
+fn stop(spec: &ProbeSpec, kept: &[f64], started: Instant) -> Option<&'static str> {
+    let n = kept.len() as u32;
+    let Some(auto) = spec.auto else { return (n >= spec.reps).then_some("reps") };
+    if n < spec.reps.max(2) {
+        return None;
+    }
+    if relative_half_width(kept).is_some_and(|w| w <= auto.precision) {
+        Some("precision")
+    } else if n >= auto.max_reps {
+        Some("max reps")
+    } else if started.elapsed().as_secs_f64() >= auto.max_seconds {
+        Some("time cap")
+    } else {
+        None
+    }
+}
+
+/// The engine-independent part of a probe: warm-up, the idle draw, timed
+/// repetitions (each after cooling down where the spec asks, with energy,
+/// temperatures and the window's covariates around it; a contended one
+/// retaken while the rule allows) until [`stop`] says so, the peak read
+/// before any reload, then the timed reloads that give the later
+/// repetitions their load time.
+pub(crate) fn measure(
+    spec: &ProbeSpec,
+    m: &mut dyn Engine,
+    first_load_s: f64,
+    reload: &mut dyn FnMut() -> Result<f64, EngineError>,
+    energy: &mut energy::Session,
+) -> Result<Measured, ProbeError> {
+    let tokens = crate::prompt(spec, spec.workload.prompt);
+    // Warm up with one short run so first-touch page faults and lazy
+    // initialisation are not timed.
+    run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4), &mut Trace::default())?;
+    let weights = std::fs::metadata(&spec.model).map_or(0, |m| m.len());
+    let covariates = ProcessCovariates::read(weights, crate::kernels::pinning());
+    energy.idle(energy::IDLE_WINDOW);
+    let zones = thermal::zones_root();
+    let rule: Option<Contention> = spec.contention;
+    let mut retakes_left = rule.map_or(0, |r| r.retakes);
+    let inject = injected_rep();
+    let mut reps: Vec<Rep> = Vec::with_capacity(spec.reps as usize);
+    let mut kept: Vec<f64> = Vec::new();
+    let mut counts = (0u32, 0u32, 0u32);
+    let started = Instant::now();
+    let stopped_by = loop {
+        if let Some(why) = stop(spec, &kept, started) {
+            break why;
+        }
+        if reps.len() as u32 >= crate::MAX_REPS {
+            break "max reps";
+        }
+        let mut heat = thermal::before_rep(&zones, spec.cooling, thermal::POLL);
+        let mut trace = Trace::default();
+        let win = window::start();
+        energy.start();
+        let (prefill_s, ttft_s, decode_s) = {
+            let mut faulty = Faulty { inner: m, armed: inject == Some(reps.len() as u32), vocab: spec.shape.vocab };
+            run_once(&mut faulty, &tokens, spec.workload.gen, &mut trace)?
+        };
+        let reading = energy.stop();
+        let window = win.end(rule.as_ref());
+        thermal::after_rep(&zones, &mut heat);
+        let retaken = window.contended && retakes_left > 0;
+        match (window.contended, retaken) {
+            (false, _) => counts.0 += 1,
+            (true, false) => counts.1 += 1,
+            (true, true) => {
+                counts.2 += 1;
+                retakes_left -= 1;
+            }
+        }
+        let decode_tok_s = spec.workload.gen as f64 / decode_s;
+        if !retaken {
+            kept.push(decode_tok_s);
+        }
+        reps.push(Rep {
+            load_s: Some(first_load_s),
+            prefill_s,
+            ttft_s,
+            decode_s,
+            prefill_tok_s: spec.workload.prompt as f64 / prefill_s,
+            decode_tok_s,
+            energy: reading,
+            thermal: heat,
+            tokens_hash: Some(trace.hash()),
+            itl_us: trace.steps_us,
+            window: Some(window),
+            retaken,
+        });
+    };
+    // The peak is read before any reload: a second model in the process, or
+    // the allocator's reuse of a freed one, is not what an app pays.
+    let peak = crate::meter::MemoryStatus::current().map_or(0, |m| m.vm_hwm);
+    for rep in reps.iter_mut().skip(1) {
+        rep.load_s = Some(reload()?);
+    }
+    let sampling = Sampling {
+        clean: counts.0,
+        contended: counts.1,
+        retaken: counts.2,
+        precision_target: spec.auto.map(|a| a.precision),
+        precision_reached: relative_half_width(&kept),
+        stopped_by: stopped_by.into(),
+    };
+    Ok(Measured { reps, peak, sampling, covariates })
+}
+
+/// What [`measure`] took.
+pub(crate) struct Measured {
+    pub reps: Vec<Rep>,
+    /// VmHWM after the repetitions, bytes.
+    pub peak: u64,
+    pub sampling: Sampling,
+    /// Read after the warm-up, before any reload.
+    pub covariates: ProcessCovariates,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine whose decode speed is drawn from a noisy source: each step
+    /// sleeps a base time times a factor that `noise` draws.
+    struct Noisy {
+        base_us: u64,
+        rng: rand::rngs::StdRng,
+        spread: f64,
+    }
+
+    impl Engine for Noisy {
+        fn reset(&mut self) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn step(&mut self, tokens: &[u32], _: usize) -> Result<u32, EngineError> {
+            use rand::Rng;
+            let f = 1.0 + self.spread * (self.rng.random::<f64>() - 0.5);
+            std::thread::sleep(std::time::Duration::from_micros((self.base_us as f64 * f) as u64));
+            Ok(tokens[tokens.len() - 1].wrapping_mul(31).wrapping_add(7) % 1000)
+        }
+    }
+
+    fn spec(reps: u32, auto: Option<AutoReps>) -> ProbeSpec {
+        let shape = pocketbench_types::arch::preset("smollm2-135m").unwrap().shape;
+        ProbeSpec {
+            schema: crate::SCHEMA,
+            shape,
+            model: "unused.gguf".into(),
+            workload: pocketbench_types::workload::Workload::new(4, 8, None).unwrap(),
+            reps,
+            threads: 1,
+            seed: 3,
+            engine: crate::EngineKind::Native,
+            timeout_s: None,
+            cooling: None,
+            contention: None,
+            auto,
+            pin: false,
+        }
+    }
+
+    fn run(spec: &ProbeSpec, spread: f64) -> (Vec<Rep>, Sampling) {
+        use rand::SeedableRng;
+        let mut m = Noisy { base_us: 2000, rng: rand::rngs::StdRng::seed_from_u64(9), spread };
+        let mut energy = energy::Session::new(None, Some("test".into()));
+        let got = measure(spec, &mut m, 0.0, &mut || Ok(0.0), &mut energy).unwrap();
+        (got.reps, got.sampling)
+    }
+
+    #[test]
+    fn every_step_is_timed_and_every_token_hashed() {
+        let (reps, s) = run(&spec(3, None), 0.0);
+        assert_eq!((reps.len(), s.clean + s.contended, s.stopped_by.as_str()), (3, 3, "reps"));
+        for r in &reps {
+            assert_eq!(r.itl_us.len(), 8);
+            assert!(r.itl_us.iter().all(|us| *us >= 2000), "{:?}", r.itl_us);
+            let sum: f64 = r.itl_us.iter().map(|u| *u as f64).sum::<f64>() / 1e6;
+            assert!((sum - r.decode_s).abs() < 8e-6 * 2.0, "{sum} vs {}", r.decode_s);
+        }
+        let hashes: Vec<_> = reps.iter().map(|r| r.tokens_hash.clone().unwrap()).collect();
+        assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
+    }
+
+    #[test]
+    fn auto_repetitions_stop_at_the_precision_on_a_quiet_source_and_at_the_cap_on_a_noisy_one() {
+        let auto = AutoReps { precision: 0.02, max_reps: 12, max_seconds: 60.0 };
+        let (quiet, s) = run(&spec(3, Some(auto)), 0.0);
+        assert_eq!(s.stopped_by, "precision", "{s:?}");
+        assert!(quiet.len() < 12 && s.precision_reached.unwrap() <= 0.02, "{s:?}");
+        let (noisy, s) = run(&spec(3, Some(auto)), 3.0);
+        assert_eq!((noisy.len(), s.stopped_by.as_str()), (12, "max reps"), "{s:?}");
+        assert!(s.precision_reached.unwrap() > 0.02, "{s:?}");
+        let capped = AutoReps { max_seconds: 0.0, ..auto };
+        assert_eq!(run(&spec(3, Some(capped)), 3.0).1.stopped_by, "time cap");
+    }
+
+    #[test]
+    fn a_contended_window_is_retaken_within_the_bound_and_counted() {
+        // A rule every window breaks: each repetition is contended.
+        let mut s = spec(2, None);
+        s.contention = Some(Contention {
+            max_steal_share: -1.0,
+            max_other_share: -1.0,
+            max_cpu_pressure: -1.0,
+            max_run_delay: -1.0,
+            retakes: 3,
+        });
+        let (reps, got) = run(&s, 0.0);
+        // Windows this short are judged by CPU pressure, where PSI exists.
+        if !std::path::Path::new("/proc/pressure/cpu").exists() {
+            return;
+        }
+        assert_eq!((got.clean, got.contended, got.retaken), (0, 2, 3), "{got:?}");
+        assert_eq!(reps.len(), 5);
+        assert_eq!(reps.iter().filter(|r| r.retaken).count(), 3);
+        assert!(reps[..3].iter().all(|r| r.retaken) && !reps[3].retaken);
+    }
+}
