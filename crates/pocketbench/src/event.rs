@@ -268,6 +268,25 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// One fresh process of `bench repeatability` finished.
+    ProcessMeasured {
+        /// Device id.
+        device: String,
+        /// `ours` or `reference`.
+        arm: String,
+        /// 1-based process.
+        index: usize,
+        /// Processes of each engine.
+        total: usize,
+        /// The engine that ran.
+        engine: String,
+        /// Median decode tok/s.
+        decode_tok_s: f64,
+        /// Median efficiency, where measured.
+        efficiency: Option<f64>,
+        /// Lowest and highest bandwidth pass, GB/s.
+        bandwidth_gb_s: Option<[f64; 2]>,
+    },
     /// A warning (stale calibration, missing scores).
     Warning {
         /// The text.

@@ -135,6 +135,19 @@ pub struct Measurement {
     /// achieved / probe bandwidth: the roofline fraction of the same moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_bandwidth_efficiency: Option<f64>,
+    /// Decode's share of the same-moment bandwidth of the weights' memory
+    /// (passes right before and right after each repetition) over the
+    /// summarized repetitions: steady where the machine's bandwidth moves.
+    /// Absent where the engine keeps its weights out of reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_efficiency: Option<Summary>,
+    /// The lowest and highest same-moment bandwidth pass, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moment_bandwidth_gb_s: Option<[f64; 2]>,
+    /// Some summarized repetitions ran while the bandwidth moved (no retake
+    /// was left for them): see `probe.sampling`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drifted: bool,
     /// Inter-token latency percentiles over every decode step of the
     /// summarized repetitions (absent where steps were not timed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,6 +357,9 @@ pub fn measured(
         bandwidth_efficiency: achieved / device.model().bandwidth,
         probe_bandwidth_gb_s: probe.read_bandwidth.map(|b| b.bytes_per_s / 1e9),
         probe_bandwidth_efficiency: probe.read_bandwidth.map(|b| achieved / b.bytes_per_s),
+        decode_efficiency: crate::trust::efficiency(&probe).map_err(err)?,
+        moment_bandwidth_gb_s: crate::trust::moment_bandwidth(&probe),
+        drifted: probe.sampling.as_ref().is_some_and(|s| s.drifted > 0),
         itl: Latency::of(crate::trust::kept(&probe)),
         output: Output::of(&probe.reps),
         contended: crate::trust::contended(&probe),

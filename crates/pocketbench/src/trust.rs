@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::probe::{ProbeResult, Rep};
+use crate::stats::{Sample, SampleError, Summary};
 
 /// Percentiles of the inter-token latency (each decode step's time), over
 /// every step of the repetitions a result summarizes.
@@ -95,6 +96,25 @@ pub fn kept(probe: &ProbeResult) -> impl Iterator<Item = &Rep> {
 /// them): its speeds are not a quiet machine's.
 pub fn contended(probe: &ProbeResult) -> bool {
     probe.sampling.as_ref().is_some_and(|s| s.contended > 0)
+}
+
+/// Decode's share of the same-moment bandwidth over the summarized
+/// repetitions ([`crate::probe::drift`]); `None` where none carries a
+/// drift reading.
+pub fn efficiency(probe: &ProbeResult) -> Result<Option<Summary>, SampleError> {
+    let v: Vec<f64> = kept(probe).filter_map(|r| r.drift.map(|d| d.efficiency)).collect();
+    Ok(match v[..] {
+        [] => None,
+        [one] => Some(Summary::single(one)),
+        _ => Some(Sample::new(v)?.summary()),
+    })
+}
+
+/// The lowest and highest same-moment bandwidth pass over every
+/// repetition, retaken ones included (they saw the machine too), GB/s.
+pub fn moment_bandwidth(probe: &ProbeResult) -> Option<[f64; 2]> {
+    let v: Vec<f64> = probe.reps.iter().filter_map(|r| r.drift).flat_map(|d| [d.before_gb_s, d.after_gb_s]).collect();
+    (!v.is_empty()).then(|| [v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max)])
 }
 
 #[cfg(test)]

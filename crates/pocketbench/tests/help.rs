@@ -57,6 +57,15 @@ fn every_command_has_its_help_snapshot() {
         insta::with_settings!({ omit_expression => true, prepend_module_to_snapshot => false }, {
             insta::assert_snapshot!(format!("help-{name}"), text);
         });
+        // A command with subcommands of its own: each of theirs too.
+        if text.contains("\nCommands:\n") {
+            for sub in commands(&text) {
+                let text = help(&[&name, &sub]);
+                insta::with_settings!({ omit_expression => true, prepend_module_to_snapshot => false }, {
+                    insta::assert_snapshot!(format!("help-{name}-{sub}"), text);
+                });
+            }
+        }
     }
 }
 

@@ -10,6 +10,14 @@ pub trait Engine {
     fn reset(&mut self) -> Result<(), engine::EngineError>;
     /// Run `tokens` at position `offset`; return the greedy next token.
     fn step(&mut self, tokens: &[u32], offset: usize) -> Result<u32, engine::EngineError>;
+    /// The memory a decode step streams, as the engine holds it: every
+    /// weight matrix, for the same-moment bandwidth passes of
+    /// [`crate::drift`]. Empty where the engine keeps its weights out of
+    /// reach (candle-transformers' tensors, llama.cpp's buffers): those
+    /// repetitions carry no drift reading, and say so.
+    fn weights(&self) -> Vec<&[u64]> {
+        Vec::new()
+    }
 }
 
 /// Which engine the probe measures through.

@@ -20,6 +20,7 @@
 //! and running the model as an app would, not generating weights.
 #![deny(missing_docs)]
 
+pub mod drift;
 pub mod energy;
 pub mod engine;
 pub mod entry;

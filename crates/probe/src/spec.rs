@@ -108,7 +108,13 @@ pub struct Rep {
     /// What else the machine did during the repetition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
-    /// Contended, and taken again: kept here, left out of the statistics.
+    /// The bandwidth of the weights' memory right before and right after,
+    /// and decode's share of it ([`crate::drift`]); absent where the
+    /// engine keeps its weights out of reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<crate::drift::Drift>,
+    /// Contended or drifted, and taken again: kept here, left out of the
+    /// statistics.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retaken: bool,
 }

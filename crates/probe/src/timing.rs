@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::drift::{self, Drift};
 use crate::engine::EngineError;
 use crate::window::{self, Contention, ProcessCovariates};
 use crate::{energy, thermal, Engine, ProbeError, ProbeSpec, Rep};
@@ -34,14 +35,19 @@ impl Default for AutoReps {
 
 /// How the repetitions were taken: counts, and where repetitions were
 /// automatic, the precision reached and what stopped them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
     /// Repetitions whose window was clean (and kept).
     pub clean: u32,
     /// Contended repetitions kept because no retake was left.
     pub contended: u32,
-    /// Contended repetitions retaken (kept in `reps`, not summarized).
+    /// Contended or drifted repetitions retaken (kept in `reps`, not
+    /// summarized).
     pub retaken: u32,
+    /// Drifted repetitions (the bandwidth moved under them) kept because
+    /// no retake was left.
+    #[serde(default)]
+    pub drifted: u32,
     /// The target half-width of the median's 95% interval, with `auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision_target: Option<f64>,
@@ -188,7 +194,14 @@ pub(crate) fn measure(
     let inject = injected_rep();
     let mut reps: Vec<Rep> = Vec::with_capacity(spec.reps as usize);
     let mut kept: Vec<f64> = Vec::new();
-    let mut counts = (0u32, 0u32, 0u32);
+    let threads = spec.threads as usize;
+    let weight_bytes: u64 = m.weights().iter().map(|w| std::mem::size_of_val(*w) as u64).sum();
+    // Weights the caches hold are not read: their passes would time the
+    // caches and the threads' start, not the machine's memory (and the
+    // threads' wake-up would skew the short window that follows).
+    let read_drift = weight_bytes >= drift::MIN_READ_BYTES;
+    let max_drift = rule.map(|r| r.max_drift);
+    let mut counts = Sampling::default();
     let started = Instant::now();
     let stopped_by = loop {
         if let Some(why) = stop(spec, &kept, started) {
@@ -199,6 +212,7 @@ pub(crate) fn measure(
         }
         let mut heat = thermal::before_rep(&zones, spec.cooling, thermal::POLL);
         let mut trace = Trace::default();
+        let bw_before = if read_drift { drift::read(&m.weights(), threads, drift::PASSES) } else { 0.0 };
         let win = window::start();
         energy.start();
         let (prefill_s, ttft_s, decode_s) = {
@@ -207,17 +221,22 @@ pub(crate) fn measure(
         };
         let reading = energy.stop();
         let window = win.end(rule.as_ref());
+        let bw_after = if read_drift { drift::read(&m.weights(), threads, drift::PASSES) } else { 0.0 };
         thermal::after_rep(&zones, &mut heat);
-        let retaken = window.contended && retakes_left > 0;
-        match (window.contended, retaken) {
-            (false, _) => counts.0 += 1,
-            (true, false) => counts.1 += 1,
-            (true, true) => {
-                counts.2 += 1;
-                retakes_left -= 1;
-            }
-        }
         let decode_tok_s = spec.workload.gen as f64 / decode_s;
+        let drift = (bw_before > 0.0 && bw_after > 0.0)
+            .then(|| Drift::new(bw_before, bw_after, decode_tok_s, weight_bytes, max_drift));
+        let drifted = drift.is_some_and(|d| d.drifted);
+        let bad = window.contended || drifted;
+        let retaken = bad && retakes_left > 0;
+        if retaken {
+            counts.retaken += 1;
+            retakes_left -= 1;
+        } else {
+            counts.clean += u32::from(!bad);
+            counts.contended += u32::from(window.contended);
+            counts.drifted += u32::from(drifted);
+        }
         if !retaken {
             kept.push(decode_tok_s);
         }
@@ -233,6 +252,7 @@ pub(crate) fn measure(
             tokens_hash: Some(trace.hash()),
             itl_us: trace.steps_us,
             window: Some(window),
+            drift,
             retaken,
         });
     };
@@ -243,12 +263,10 @@ pub(crate) fn measure(
         rep.load_s = Some(reload()?);
     }
     let sampling = Sampling {
-        clean: counts.0,
-        contended: counts.1,
-        retaken: counts.2,
         precision_target: spec.auto.map(|a| a.precision),
         precision_reached: relative_half_width(&kept),
         stopped_by: stopped_by.into(),
+        ..counts
     };
     Ok(Measured { reps, peak, sampling, covariates })
 }
@@ -350,6 +368,7 @@ mod tests {
             max_other_share: -1.0,
             max_cpu_pressure: -1.0,
             max_run_delay: -1.0,
+            max_drift: 1.0,
             retakes: 3,
         });
         let (reps, got) = run(&s, 0.0);

@@ -55,6 +55,11 @@ pub struct Contention {
     /// windows are judged too).
     #[serde(default = "default_run_delay")]
     pub max_run_delay: f64,
+    /// The same-moment bandwidth passes right before and right after a
+    /// repetition ([`crate::drift`]) differ by more than this share of
+    /// their mean: the machine's bandwidth moved under it (`drifted`).
+    #[serde(default = "default_drift")]
+    pub max_drift: f64,
     /// Contended repetitions retaken, at most, over the whole probe.
     pub retakes: u32,
 }
@@ -66,6 +71,14 @@ fn default_pressure() -> f64 {
 fn default_run_delay() -> f64 {
     0.05
 }
+
+fn default_drift() -> f64 {
+    DEFAULT_MAX_DRIFT
+}
+
+/// The default [`Contention::max_drift`]: see its measurement in
+/// [`Contention::default`].
+pub const DEFAULT_MAX_DRIFT: f64 = 0.10;
 
 impl Default for Contention {
     /// 5% steal, 10% others, 10% CPU pressure or 5% run delay: on a quiet
@@ -79,6 +92,7 @@ impl Default for Contention {
             max_other_share: 0.10,
             max_cpu_pressure: 0.10,
             max_run_delay: 0.05,
+            max_drift: DEFAULT_MAX_DRIFT,
             retakes: 10,
         }
     }
@@ -397,6 +411,7 @@ mod tests {
             max_other_share: -1.0,
             max_cpu_pressure: -1.0,
             max_run_delay: -1.0,
+            max_drift: 1.0,
             retakes: 0,
         };
         let judged = s.end(Some(&strict));

@@ -11,6 +11,7 @@ macro_rules! outln {
 }
 
 mod arch_cmd;
+mod bench_cmd;
 mod calibrate_cmd;
 mod calibrate_print;
 mod devices_cmd;
@@ -82,6 +83,8 @@ pub enum Command {
     History(history_cmd::HistoryArgs),
     /// Measure this host's memory bandwidth and record it in the host profile.
     HostInfo(hostinfo_cmd::HostInfoArgs),
+    /// Benchmarks of the measurement itself: `bench repeatability` (fresh-process spread).
+    Bench(bench_cmd::BenchArgs),
 }
 
 /// An engine flag's value: an engine's name, or `candle`, the built-in
@@ -205,5 +208,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Code> {
         Command::Gate(a) => gate_cmd::run(&a, &cli.devices_dir),
         Command::History(a) => history_cmd::run(&a),
         Command::HostInfo(a) => hostinfo_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Bench(a) => bench_cmd::run(&a, &devices(&cli.devices_dir)?),
     }
 }

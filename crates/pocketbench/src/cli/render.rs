@@ -214,6 +214,11 @@ fn measuring_line(event: &Event) -> Option<String> {
             "[{done:>3}/{jobs}] round {round}: {config} at {workload}: {decode_tok_s:.1} tok/s decode{}",
             if *cached { " (kept)" } else { "" }
         ),
+        Event::ProcessMeasured { arm, index, total, decode_tok_s, efficiency, bandwidth_gb_s, .. } => format!(
+            "[{index:>3}/{total}] {arm:<9} {decode_tok_s:.1} tok/s decode{}{}",
+            efficiency.map_or(String::new(), |e| format!(", efficiency {:.1}%", e * 100.0)),
+            bandwidth_gb_s.map_or(String::new(), |[lo, hi]| format!(", bandwidth {lo:.1}-{hi:.1} GB/s"))
+        ),
         Event::RoundFailed { config, workload, round, reason, .. } => {
             format!("warning: {config} at {workload} failed twice in round {round} ({reason}); going on without it")
         }

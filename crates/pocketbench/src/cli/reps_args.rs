@@ -28,8 +28,8 @@ pub struct AutoArgs {
     /// fraction of it (0.02: ±2%).
     #[arg(long, default_value_t = 0.02, value_name = "F")]
     pub precision: f64,
-    /// With --reps auto: at least this many repetitions.
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    /// With --reps auto: at least this many repetitions (6: what the gate needs to compare a side).
+    #[arg(long, default_value_t = 6, value_name = "N")]
     pub min_reps: u32,
     /// With --reps auto: at most this many repetitions.
     #[arg(long, default_value_t = 30, value_name = "N")]

@@ -15,7 +15,7 @@ use super::{Code, ShapeArgs, WorkloadArgs};
 #[derive(Debug, Clone, Args)]
 pub struct MeasureArgs {
     /// Measured repetitions per configuration: a number, or `auto` (repeat until the median decode
-    /// speed is as precise as --precision asks) [default: `run`: auto; `sweep --measure`: 5].
+    /// speed is as precise as --precision asks) [default: auto].
     #[arg(long, value_name = "N|auto", value_parser = super::reps_args::reps_arg)]
     pub reps: Option<Reps>,
     /// The limits of --reps auto.
@@ -161,11 +161,21 @@ fn print_measured(r: &Record) -> anyhow::Result<()> {
             _ => String::new(),
         };
         outln!(
-            "  samples       {precision}{} clean, {} contended, {} retaken{}",
+            "  samples       {precision}{} clean, {} contended, {} drifted, {} retaken{}{}",
             s.clean,
             s.contended,
+            s.drifted,
             s.retaken,
-            if m.contended { "   CONTENDED: a busy machine's figures" } else { "" }
+            if m.contended { "   CONTENDED: a busy machine's figures" } else { "" },
+            if m.drifted { "   DRIFTED: the machine's bandwidth moved under them" } else { "" }
+        );
+    }
+    if let (Some(e), Some([lo, hi])) = (&m.decode_efficiency, m.moment_bandwidth_gb_s) {
+        outln!(
+            "  efficiency    {:>9.1}%        of the weights' memory bandwidth read right before and after each \
+             repetition (median; CV {:.1}%; passes read {lo:.1}-{hi:.1} GB/s)",
+            e.median * 100.0,
+            e.cv * 100.0
         );
     }
     outln!("  prefill       {:>9.1} tok/s   time to first token {:.0} ms", r.prefill_tok_s, r.ttft_ms);

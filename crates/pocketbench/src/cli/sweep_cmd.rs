@@ -130,7 +130,7 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
                 MeasureCount::Top(k) => Selection::Top(k),
                 MeasureCount::All => Selection::All,
             },
-            job: a.measure_args.settings(super::reps_args::Reps::Count(5)),
+            job: a.measure_args.settings(super::reps_args::Reps::Auto),
             retries: a.retries,
             retry_failed: a.retry_failed,
         }),

@@ -176,6 +176,13 @@ pub enum Metric {
     /// better): one sample a repetition, the p99 of its decode steps.
     /// Gated when asked (`--metric p99_itl_ms`).
     P99ItlMs,
+    /// Decode's share of the same-moment bandwidth of the weights' memory
+    /// (higher is better): one sample a repetition, its decode tok/s times
+    /// the bytes a token reads over the mean of the passes right before and
+    /// right after it. Where the machine's bandwidth moves (a shared VM),
+    /// a change in the engine shows here and a change in the machine does
+    /// not. Gated when asked (`--metric decode_efficiency`).
+    DecodeEfficiency,
 }
 
 impl Metric {
@@ -184,8 +191,14 @@ impl Metric {
         [Metric::DecodeTokS, Metric::PrefillTokS, Metric::PeakMemIncreaseMb, Metric::EnergyJPerRun];
 
     /// Every metric that can be gated, the default four first.
-    pub const EVERY: [Metric; 5] =
-        [Metric::DecodeTokS, Metric::PrefillTokS, Metric::PeakMemIncreaseMb, Metric::EnergyJPerRun, Metric::P99ItlMs];
+    pub const EVERY: [Metric; 6] = [
+        Metric::DecodeTokS,
+        Metric::PrefillTokS,
+        Metric::PeakMemIncreaseMb,
+        Metric::EnergyJPerRun,
+        Metric::P99ItlMs,
+        Metric::DecodeEfficiency,
+    ];
 
     /// The metric of a name ([`Metric::name`]).
     pub fn from_name(name: &str) -> Option<Metric> {
@@ -200,6 +213,7 @@ impl Metric {
             Metric::PeakMemIncreaseMb => "peak_mem_increase_mb",
             Metric::EnergyJPerRun => "energy_j_per_run",
             Metric::P99ItlMs => "p99_itl_ms",
+            Metric::DecodeEfficiency => "decode_efficiency",
         }
     }
 
@@ -210,12 +224,13 @@ impl Metric {
             Metric::PeakMemIncreaseMb => "MB",
             Metric::EnergyJPerRun => "J",
             Metric::P99ItlMs => "ms",
+            Metric::DecodeEfficiency => "share",
         }
     }
 
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::DecodeTokS | Metric::PrefillTokS)
+        matches!(self, Metric::DecodeTokS | Metric::PrefillTokS | Metric::DecodeEfficiency)
     }
 
     /// The raw samples of one measured record: one per repetition, or the
@@ -233,6 +248,7 @@ impl Metric {
             Metric::P99ItlMs => {
                 reps().filter_map(|x| crate::trust::Latency::of(std::iter::once(x)).map(|l| l.p99_ms)).collect()
             }
+            Metric::DecodeEfficiency => reps().filter_map(|x| x.drift.map(|d| d.efficiency)).collect(),
         }
         .into_iter()
         .filter(|v| v.is_finite())
@@ -244,7 +260,7 @@ impl Metric {
             Metric::DecodeTokS => Some(r.budgets.decode),
             Metric::PeakMemIncreaseMb => Some(r.budgets.memory),
             Metric::EnergyJPerRun => Some(r.budgets.energy),
-            Metric::PrefillTokS | Metric::P99ItlMs => None,
+            Metric::PrefillTokS | Metric::P99ItlMs | Metric::DecodeEfficiency => None,
         }
     }
 }
@@ -359,7 +375,7 @@ pub fn evaluate_metrics(baseline: &Loaded, candidate: &Loaded, settings: &Settin
 
 fn min_effect(metric: Metric, s: &Settings) -> f64 {
     match metric {
-        Metric::DecodeTokS | Metric::PrefillTokS | Metric::P99ItlMs => s.min_effect_speed,
+        Metric::DecodeTokS | Metric::PrefillTokS | Metric::P99ItlMs | Metric::DecodeEfficiency => s.min_effect_speed,
         Metric::EnergyJPerRun => s.min_effect_energy,
         Metric::PeakMemIncreaseMb => s.min_effect_memory,
     }

@@ -123,10 +123,17 @@ impl NativeModel {
     /// repeated scales kept once), and how many of the 4-bit matrices keep
     /// each scale for several columns.
     pub fn weight_bytes(&self) -> (usize, usize) {
+        let all = self.matrices();
+        (all.iter().map(|m| m.data.len()).sum(), all.iter().filter(|m| m.shared_scales() > 1).count())
+    }
+
+    /// Every weight matrix, in the order a decode step reads them (the
+    /// embedding, a row of which is looked up, then the layers, then the
+    /// output projection; a tied one is the embedding, read whole).
+    fn matrices(&self) -> Vec<&QMatrix> {
         let w = &self.w;
         let layers = w.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]);
-        let all: Vec<&QMatrix> = layers.chain([&w.embed]).chain(w.output.as_ref()).collect();
-        (all.iter().map(|m| m.data.len()).sum(), all.iter().filter(|m| m.shared_scales() > 1).count())
+        [&w.embed].into_iter().chain(layers).chain(w.output.as_ref()).collect()
     }
 
     /// The file's hyper-parameters.
@@ -330,5 +337,9 @@ impl super::Engine for NativeModel {
     fn step(&mut self, tokens: &[u32], offset: usize) -> Result<u32, EngineError> {
         self.forward(tokens, offset)?;
         Ok(kernels::argmax(&self.s.logits) as u32)
+    }
+
+    fn weights(&self) -> Vec<&[u64]> {
+        self.matrices().into_iter().map(|m| m.data.words()).collect()
     }
 }
