@@ -6,7 +6,11 @@
 //! the job says) and reports each process's median decode speed, its
 //! median efficiency (decode's share of the same-moment bandwidth of the
 //! weights' memory, [`crate::probe::drift`]) and the bandwidth its passes
-//! saw; then the coefficient of variation of the medians across processes.
+//! saw; then the coefficient of variation of the medians across processes,
+//! and of the medians taken to one reference bandwidth through a fit of
+//! every repetition's time against its same-moment bandwidth
+//! ([`crate::trust::BandwidthFit`]): what is left when the machine's moves
+//! are taken out.
 //! Where a reference engine is given (llama.cpp's `llama-bench` on the
 //! same exported GGUF), its processes run in turns with ours, in the same
 //! minutes, so the two CVs describe the same machine.
@@ -18,6 +22,7 @@ use crate::event::{Event, Reporter};
 use crate::record::Record;
 use crate::runner::{Job, Runner};
 use crate::schedule::{Attempted, Policy, Retry, Scheduler};
+use crate::trust::BandwidthFit;
 
 /// One process of one engine.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -38,6 +43,15 @@ pub struct ProcessRow {
     pub contended: bool,
     /// Kept drifted repetitions.
     pub drifted: bool,
+    /// Median decode tok/s at the series' reference bandwidth
+    /// ([`crate::trust::BandwidthFit`]), where a fit could be made.
+    pub adjusted_tok_s: Option<f64>,
+    /// (tok/s, same-moment GB/s) of the summarized repetitions.
+    #[serde(skip)]
+    kept: Vec<(f64, f64)>,
+    /// The same of every repetition, retaken ones included.
+    #[serde(skip)]
+    all: Vec<(f64, f64)>,
 }
 
 impl ProcessRow {
@@ -52,6 +66,9 @@ impl ProcessRow {
             bandwidth_gb_s: m.moment_bandwidth_gb_s,
             contended: m.contended,
             drifted: m.drifted,
+            adjusted_tok_s: None,
+            kept: crate::trust::decode_and_bandwidth(&m.probe, false),
+            all: crate::trust::decode_and_bandwidth(&m.probe, true),
         })
     }
 }
@@ -68,13 +85,26 @@ pub struct Series {
     pub cv_efficiency: Option<f64>,
     /// The lowest and highest bandwidth pass over every process, GB/s.
     pub bandwidth_gb_s: Option<[f64; 2]>,
+    /// How decode time followed the same-moment bandwidth over every
+    /// repetition of every process, where it could be fitted.
+    pub bandwidth_fit: Option<BandwidthFit>,
+    /// CV of the processes' median decode at the fit's reference bandwidth.
+    pub cv_adjusted: Option<f64>,
     /// Processes that failed, with why.
     pub failed: Vec<String>,
 }
 
 impl Series {
     fn new() -> Series {
-        Series { processes: Vec::new(), cv_decode: None, cv_efficiency: None, bandwidth_gb_s: None, failed: Vec::new() }
+        Series {
+            processes: Vec::new(),
+            cv_decode: None,
+            cv_efficiency: None,
+            bandwidth_gb_s: None,
+            bandwidth_fit: None,
+            cv_adjusted: None,
+            failed: Vec::new(),
+        }
     }
 
     fn finish(&mut self) {
@@ -84,6 +114,16 @@ impl Series {
         let bw: Vec<f64> = self.processes.iter().filter_map(|p| p.bandwidth_gb_s).flatten().collect();
         self.bandwidth_gb_s = (!bw.is_empty())
             .then(|| [bw.iter().copied().fold(f64::INFINITY, f64::min), bw.iter().copied().fold(0.0, f64::max)]);
+        let every: Vec<(f64, f64)> = self.processes.iter().flat_map(|p| p.all.iter().copied()).collect();
+        self.bandwidth_fit = BandwidthFit::of(&every);
+        if let Some(f) = self.bandwidth_fit {
+            for p in &mut self.processes {
+                let at: Vec<f64> = p.kept.iter().map(|(t, bw)| f.adjust(*t, *bw)).collect();
+                p.adjusted_tok_s = (!at.is_empty()).then(|| crate::stats::median(&at));
+            }
+            let adj: Vec<f64> = self.processes.iter().filter_map(|p| p.adjusted_tok_s).collect();
+            self.cv_adjusted = (adj.len() == self.processes.len()).then(|| cv(&adj)).flatten();
+        }
     }
 }
 

@@ -117,6 +117,102 @@ pub fn moment_bandwidth(probe: &ProbeResult) -> Option<[f64; 2]> {
     (!v.is_empty()).then(|| [v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max)])
 }
 
+/// How decode time follows the same-moment bandwidth, fitted over many
+/// repetitions: `t = a + b / bw`, the roofline with overlap. `t` is seconds
+/// a token, `bw` the mean of a repetition's two passes in GB/s, so `a` is
+/// the time a token spends whatever the memory does (compute, latency,
+/// synchronisation) and `b`, in GB, the bytes a token reads at the
+/// memory's pace. On the AMD EPYC VM (2026-12-06) eight processes of
+/// MNN-Pocket at 1+128 and 2 threads gave a = 2.5 ms and b = 94 MB of the
+/// 172 MB of weights, r = 0.88: decode follows about half of a move in
+/// bandwidth, so efficiency (tok/s x bytes / bw) falls when the machine
+/// speeds up and is no steadier than tok/s.
+///
+/// With `b` known, a repetition's time at a reference bandwidth is its
+/// own less `b (1/bw - 1/reference)`: decode with the machine's moves
+/// taken out, as an analysis of covariance would.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthFit {
+    /// `a`: ms a token that do not follow the bandwidth.
+    pub fixed_ms: f64,
+    /// `b`: MB a token reads at the memory's pace.
+    pub bound_mb: f64,
+    /// Pearson's r of `t` against `1 / bw`.
+    pub r: f64,
+    /// Repetitions fitted.
+    pub points: usize,
+    /// The bandwidth adjusted to, GB/s: the median of the repetitions'.
+    pub reference_gb_s: f64,
+    /// The lowest and highest repetition bandwidth fitted, GB/s.
+    pub range_gb_s: [f64; 2],
+}
+
+/// The fewest repetitions a [`BandwidthFit`] is made from.
+pub const MIN_FIT_POINTS: usize = 8;
+/// The least spread of bandwidth (highest over lowest) a fit needs: within
+/// one regime the passes' own noise (about ±5%) is all there is to fit.
+pub const MIN_FIT_SPREAD: f64 = 1.2;
+/// The least correlation for the fit to be used: below it, the bandwidth
+/// does not explain the time and taking it out would add noise.
+pub const MIN_FIT_R: f64 = 0.5;
+
+impl BandwidthFit {
+    /// Fit over (decode tok/s, same-moment GB/s) pairs; `None` when they
+    /// are too few, span too little bandwidth, or do not follow it.
+    pub fn of(points: &[(f64, f64)]) -> Option<BandwidthFit> {
+        let pts: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|(t, b)| t.is_finite() && b.is_finite() && *t > 0.0 && *b > 0.0)
+            .map(|(tok_s, bw)| (1.0 / bw, 1.0 / tok_s))
+            .collect();
+        if pts.len() < MIN_FIT_POINTS {
+            return None;
+        }
+        let bws: Vec<f64> = pts.iter().map(|(x, _)| 1.0 / x).collect();
+        let (lo, hi) = (bws.iter().copied().fold(f64::INFINITY, f64::min), bws.iter().copied().fold(0.0, f64::max));
+        if hi / lo < MIN_FIT_SPREAD {
+            return None;
+        }
+        let n = pts.len() as f64;
+        let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+        let sxy: f64 = pts.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+        let sxx: f64 = pts.iter().map(|(x, _)| (x - mx).powi(2)).sum();
+        let syy: f64 = pts.iter().map(|(_, y)| (y - my).powi(2)).sum();
+        let b = sxy / sxx;
+        let r = sxy / (sxx * syy).sqrt();
+        if !(b > 0.0 && r >= MIN_FIT_R) {
+            return None;
+        }
+        Some(BandwidthFit {
+            fixed_ms: (my - b * mx) * 1e3,
+            bound_mb: b * 1e3,
+            r,
+            points: pts.len(),
+            reference_gb_s: crate::stats::median(&bws),
+            range_gb_s: [lo, hi],
+        })
+    }
+
+    /// `tok_s`, measured at `bw_gb_s`, as it would have been at the
+    /// reference bandwidth.
+    pub fn adjust(&self, tok_s: f64, bw_gb_s: f64) -> f64 {
+        let b = self.bound_mb / 1e3;
+        1.0 / (1.0 / tok_s - b * (1.0 / bw_gb_s - 1.0 / self.reference_gb_s))
+    }
+}
+
+/// (decode tok/s, same-moment GB/s) of a result's repetitions, retaken
+/// ones included when `all` (they saw the machine too, which is what a
+/// fit learns from).
+pub fn decode_and_bandwidth(probe: &ProbeResult, all: bool) -> Vec<(f64, f64)> {
+    probe
+        .reps
+        .iter()
+        .filter(|r| all || !r.retaken)
+        .filter_map(|r| r.drift.map(|d| (r.decode_tok_s, (d.before_gb_s + d.after_gb_s) / 2.0)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +228,28 @@ mod tests {
         let l = Latency::of(reps.iter()).unwrap();
         assert_eq!((l.steps, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms), (100, 50.0, 90.0, 99.0, 100.0));
         assert_eq!(Latency::of([rep("a", &[])].iter()), None);
+    }
+
+    #[test]
+    fn the_fit_recovers_how_decode_follows_bandwidth_and_adjusts_to_the_reference() {
+        // t = 2.5 ms + 94 MB / bw, at bandwidths in two regimes.
+        let bws = [33.0, 34.0, 32.0, 55.0, 57.0, 54.0, 33.5, 56.0, 35.0, 58.0];
+        let pts: Vec<(f64, f64)> = bws.iter().map(|bw| (1.0 / (0.0025 + 0.094 / bw), *bw)).collect();
+        let f = BandwidthFit::of(&pts).unwrap();
+        assert!((f.fixed_ms - 2.5).abs() < 1e-9 && (f.bound_mb - 94.0).abs() < 1e-9, "{f:?}");
+        assert!((f.r - 1.0).abs() < 1e-9 && f.points == 10 && f.range_gb_s == [32.0, 58.0]);
+        // Every repetition lands on the reference's speed.
+        let at_ref = 1.0 / (0.0025 + 0.094 / f.reference_gb_s);
+        for (tok_s, bw) in &pts {
+            assert!((f.adjust(*tok_s, *bw) - at_ref).abs() < 1e-6);
+        }
+        // One regime only, too few points, or speed that does not follow:
+        // no fit.
+        let one: Vec<(f64, f64)> = pts.iter().map(|(t, b)| (*t, b.min(34.0))).collect();
+        assert_eq!(BandwidthFit::of(&one), None);
+        assert_eq!(BandwidthFit::of(&pts[..7]), None);
+        let flat: Vec<(f64, f64)> = bws.iter().enumerate().map(|(i, bw)| (200.0 + (i % 3) as f64, *bw)).collect();
+        assert_eq!(BandwidthFit::of(&flat), None);
     }
 
     #[test]

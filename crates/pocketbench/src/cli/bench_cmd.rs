@@ -149,20 +149,21 @@ fn pct(v: Option<f64>) -> String {
 
 fn print_series(name: &str, s: &Series) -> anyhow::Result<()> {
     outln!("{name}");
-    outln!("  process   decode tok/s   reps   ±median   efficiency   bandwidth GB/s   flags");
+    outln!("  process   decode tok/s   reps   ±median   efficiency   bandwidth GB/s   at reference   flags");
     for (i, p) in s.processes.iter().enumerate() {
         let flags: Vec<&str> = [(p.contended, "contended"), (p.drifted, "drifted")]
             .into_iter()
             .filter_map(|(b, f)| b.then_some(f))
             .collect();
         outln!(
-            "  {:>7}   {:>12.1}   {:>4}   {:>7}   {:>10}   {:>14}   {}",
+            "  {:>7}   {:>12.1}   {:>4}   {:>7}   {:>10}   {:>14}   {:>12}   {}",
             i + 1,
             p.decode_tok_s,
             p.reps,
             pct(p.precision),
             pct(p.efficiency),
             p.bandwidth_gb_s.map_or("-".into(), |[lo, hi]| format!("{lo:.1}-{hi:.1}")),
+            p.adjusted_tok_s.map_or("-".into(), |t| format!("{t:.1}")),
             flags.join(", ")
         );
     }
@@ -170,11 +171,31 @@ fn print_series(name: &str, s: &Series) -> anyhow::Result<()> {
         outln!("  failed: {f}");
     }
     outln!(
-        "  CV across processes: decode {}, efficiency {}; bandwidth seen {}",
+        "  CV across processes: decode {}, efficiency {}, decode at the reference bandwidth {}; bandwidth seen {}",
         pct(s.cv_decode),
         pct(s.cv_efficiency),
+        pct(s.cv_adjusted),
         s.bandwidth_gb_s.map_or("not read".into(), |[lo, hi]| format!("{lo:.1}-{hi:.1} GB/s"))
     );
+    match &s.bandwidth_fit {
+        Some(f) => outln!(
+            "  decode time vs bandwidth over {} repetitions: {:.2} ms + {:.0} MB / bandwidth a token (r = {:.2}); \
+             reference {:.1} GB/s, the median repetition's",
+            f.points,
+            f.fixed_ms,
+            f.bound_mb,
+            f.r,
+            f.reference_gb_s
+        ),
+        None if s.bandwidth_gb_s.is_some() => outln!(
+            "  decode time vs bandwidth: no fit (needs {} repetitions over a {:.0}% spread of bandwidth that \
+             explains the time, r >= {})",
+            pocketbench::trust::MIN_FIT_POINTS,
+            (pocketbench::trust::MIN_FIT_SPREAD - 1.0) * 100.0,
+            pocketbench::trust::MIN_FIT_R
+        ),
+        None => {}
+    }
     Ok(())
 }
 
