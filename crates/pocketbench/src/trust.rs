@@ -133,11 +133,12 @@ pub fn moment_bandwidth(probe: &ProbeResult) -> Option<[f64; 2]> {
 /// taken out, as an analysis of covariance would.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthFit {
-    /// `a`: ms a token that do not follow the bandwidth.
+    /// `a`: ms a token that do not follow the bandwidth (over all the
+    /// points; each group of [`BandwidthFit::within`] has its own).
     pub fixed_ms: f64,
     /// `b`: MB a token reads at the memory's pace.
     pub bound_mb: f64,
-    /// Pearson's r of `t` against `1 / bw`.
+    /// Pearson's r of `t` against `1 / bw` (within the groups fitted).
     pub r: f64,
     /// Repetitions fitted.
     pub points: usize,
@@ -157,39 +158,65 @@ pub const MIN_FIT_SPREAD: f64 = 1.2;
 pub const MIN_FIT_R: f64 = 0.5;
 
 impl BandwidthFit {
-    /// Fit over (decode tok/s, same-moment GB/s) pairs; `None` when they
-    /// are too few, span too little bandwidth, or do not follow it.
+    /// Fit over (decode tok/s, same-moment GB/s) pairs of one engine;
+    /// `None` when they are too few, span too little bandwidth, or do not
+    /// follow it.
     pub fn of(points: &[(f64, f64)]) -> Option<BandwidthFit> {
-        let pts: Vec<(f64, f64)> = points
+        BandwidthFit::within(&[points])
+    }
+
+    /// One slope, fitted within each group only (each group keeps its own
+    /// intercept: an analysis of covariance with the group as the factor).
+    /// Two engines compared must not lend the line their difference: with
+    /// a baseline measured in a slow stretch and a candidate in a fast one,
+    /// a pooled line would take the engines' gap for the machine's. `None`
+    /// when there are too few points, no group spans enough bandwidth, or
+    /// the bandwidth does not explain the time within the groups.
+    pub fn within(groups: &[&[(f64, f64)]]) -> Option<BandwidthFit> {
+        let groups: Vec<Vec<(f64, f64)>> = groups
             .iter()
-            .filter(|(t, b)| t.is_finite() && b.is_finite() && *t > 0.0 && *b > 0.0)
-            .map(|(tok_s, bw)| (1.0 / bw, 1.0 / tok_s))
+            .map(|g| {
+                g.iter()
+                    .filter(|(t, b)| t.is_finite() && b.is_finite() && *t > 0.0 && *b > 0.0)
+                    .map(|(tok_s, bw)| (1.0 / bw, 1.0 / tok_s))
+                    .collect()
+            })
             .collect();
-        if pts.len() < MIN_FIT_POINTS {
+        let all: Vec<(f64, f64)> = groups.iter().flatten().copied().collect();
+        if all.len() < MIN_FIT_POINTS {
             return None;
         }
-        let bws: Vec<f64> = pts.iter().map(|(x, _)| 1.0 / x).collect();
-        let (lo, hi) = (bws.iter().copied().fold(f64::INFINITY, f64::min), bws.iter().copied().fold(0.0, f64::max));
-        if hi / lo < MIN_FIT_SPREAD {
+        let spread = |g: &[(f64, f64)]| {
+            let hi = g.iter().map(|p| p.0).fold(0.0, f64::max);
+            let lo = g.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+            hi / lo
+        };
+        if !groups.iter().any(|g| g.len() >= 2 && spread(g) >= MIN_FIT_SPREAD) {
             return None;
         }
-        let n = pts.len() as f64;
-        let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
-        let sxy: f64 = pts.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-        let sxx: f64 = pts.iter().map(|(x, _)| (x - mx).powi(2)).sum();
-        let syy: f64 = pts.iter().map(|(_, y)| (y - my).powi(2)).sum();
+        let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+        for g in groups.iter().filter(|g| !g.is_empty()) {
+            let n = g.len() as f64;
+            let (mx, my) = (g.iter().map(|p| p.0).sum::<f64>() / n, g.iter().map(|p| p.1).sum::<f64>() / n);
+            sxy += g.iter().map(|(x, y)| (x - mx) * (y - my)).sum::<f64>();
+            sxx += g.iter().map(|(x, _)| (x - mx).powi(2)).sum::<f64>();
+            syy += g.iter().map(|(_, y)| (y - my).powi(2)).sum::<f64>();
+        }
         let b = sxy / sxx;
         let r = sxy / (sxx * syy).sqrt();
         if !(b > 0.0 && r >= MIN_FIT_R) {
             return None;
         }
+        let n = all.len() as f64;
+        let (mx, my) = (all.iter().map(|p| p.0).sum::<f64>() / n, all.iter().map(|p| p.1).sum::<f64>() / n);
+        let bws: Vec<f64> = all.iter().map(|(x, _)| 1.0 / x).collect();
         Some(BandwidthFit {
             fixed_ms: (my - b * mx) * 1e3,
             bound_mb: b * 1e3,
             r,
-            points: pts.len(),
+            points: all.len(),
             reference_gb_s: crate::stats::median(&bws),
-            range_gb_s: [lo, hi],
+            range_gb_s: [bws.iter().copied().fold(f64::INFINITY, f64::min), bws.iter().copied().fold(0.0, f64::max)],
         })
     }
 

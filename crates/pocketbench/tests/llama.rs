@@ -28,6 +28,9 @@ fn llama_cpp_runs_the_exported_model() {
         engine: EngineKind::LlamaCpp,
         engine_model: None,
         cooling: None,
+        auto: None,
+        pin: false,
+        contention: None,
     };
     let p = runner.measure(&job).unwrap();
     assert_eq!(p.engine, "llama.cpp");

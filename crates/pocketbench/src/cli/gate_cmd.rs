@@ -70,7 +70,9 @@ pub struct GateArgs {
     #[arg(long)]
     pub strict: bool,
     /// The metrics to gate (repeatable): decode_tok_s, prefill_tok_s, peak_mem_increase_mb,
-    /// energy_j_per_run, p99_itl_ms [default: the first four].
+    /// energy_j_per_run, p99_itl_ms, decode_efficiency (decode's share of the same-moment bandwidth),
+    /// decode_at_bandwidth (decode with the machine's bandwidth moves taken out) [default: the first
+    /// four].
     #[arg(long, value_name = "M", value_parser = metric_arg)]
     pub metric: Vec<gate::Metric>,
     /// Compare a side measured on a busy machine (contended repetitions no retake replaced) with a

@@ -183,6 +183,14 @@ pub enum Metric {
     /// a change in the engine shows here and a change in the machine does
     /// not. Gated when asked (`--metric decode_efficiency`).
     DecodeEfficiency,
+    /// Decode tok/s with the machine's bandwidth moves taken out (higher
+    /// is better): every repetition of both sides taken to one reference
+    /// bandwidth along a line of time against 1 / same-moment bandwidth
+    /// whose slope is fitted within each side
+    /// ([`crate::trust::BandwidthFit::within`]), as an analysis of
+    /// covariance does. Gated when asked
+    /// (`--metric decode_at_bandwidth`).
+    DecodeAtBandwidth,
 }
 
 impl Metric {
@@ -191,13 +199,14 @@ impl Metric {
         [Metric::DecodeTokS, Metric::PrefillTokS, Metric::PeakMemIncreaseMb, Metric::EnergyJPerRun];
 
     /// Every metric that can be gated, the default four first.
-    pub const EVERY: [Metric; 6] = [
+    pub const EVERY: [Metric; 7] = [
         Metric::DecodeTokS,
         Metric::PrefillTokS,
         Metric::PeakMemIncreaseMb,
         Metric::EnergyJPerRun,
         Metric::P99ItlMs,
         Metric::DecodeEfficiency,
+        Metric::DecodeAtBandwidth,
     ];
 
     /// The metric of a name ([`Metric::name`]).
@@ -214,13 +223,14 @@ impl Metric {
             Metric::EnergyJPerRun => "energy_j_per_run",
             Metric::P99ItlMs => "p99_itl_ms",
             Metric::DecodeEfficiency => "decode_efficiency",
+            Metric::DecodeAtBandwidth => "decode_at_bandwidth",
         }
     }
 
     /// Unit.
     pub fn unit(self) -> &'static str {
         match self {
-            Metric::DecodeTokS | Metric::PrefillTokS => "tok/s",
+            Metric::DecodeTokS | Metric::PrefillTokS | Metric::DecodeAtBandwidth => "tok/s",
             Metric::PeakMemIncreaseMb => "MB",
             Metric::EnergyJPerRun => "J",
             Metric::P99ItlMs => "ms",
@@ -230,7 +240,7 @@ impl Metric {
 
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::DecodeTokS | Metric::PrefillTokS | Metric::DecodeEfficiency)
+        matches!(self, Metric::DecodeTokS | Metric::PrefillTokS | Metric::DecodeEfficiency | Metric::DecodeAtBandwidth)
     }
 
     /// The raw samples of one measured record: one per repetition, or the
@@ -249,6 +259,8 @@ impl Metric {
                 reps().filter_map(|x| crate::trust::Latency::of(std::iter::once(x)).map(|l| l.p99_ms)).collect()
             }
             Metric::DecodeEfficiency => reps().filter_map(|x| x.drift.map(|d| d.efficiency)).collect(),
+            // One record alone: fitted over its own repetitions.
+            Metric::DecodeAtBandwidth => at_bandwidth(std::slice::from_ref(r), std::slice::from_ref(r)).0,
         }
         .into_iter()
         .filter(|v| v.is_finite())
@@ -260,9 +272,41 @@ impl Metric {
             Metric::DecodeTokS => Some(r.budgets.decode),
             Metric::PeakMemIncreaseMb => Some(r.budgets.memory),
             Metric::EnergyJPerRun => Some(r.budgets.energy),
-            Metric::PrefillTokS | Metric::P99ItlMs | Metric::DecodeEfficiency => None,
+            Metric::PrefillTokS | Metric::P99ItlMs | Metric::DecodeEfficiency | Metric::DecodeAtBandwidth => None,
         }
     }
+}
+
+/// (tok/s, same-moment GB/s) of every repetition of `records`, retaken
+/// ones included: what a [`crate::trust::BandwidthFit`] learns from.
+fn bandwidth_points<'a>(records: impl Iterator<Item = &'a Record>) -> Vec<(f64, f64)> {
+    records
+        .filter_map(|r| r.measurement.as_ref())
+        .flat_map(|m| crate::trust::decode_and_bandwidth(&m.probe, true))
+        .collect()
+}
+
+/// The line of decode time against bandwidth, its slope fitted within each
+/// side (each side keeps its own intercept, which is what is compared).
+fn side_fit(baseline: &[Record], candidate: &[Record]) -> Option<crate::trust::BandwidthFit> {
+    let (b, c) = (bandwidth_points(baseline.iter()), bandwidth_points(candidate.iter()));
+    crate::trust::BandwidthFit::within(&[&b, &c])
+}
+
+/// Both sides' summarized repetitions taken to one reference bandwidth
+/// along a line whose slope is fitted within each side; empty when no
+/// fit can be made (too few repetitions, one bandwidth regime, or a
+/// bandwidth that does not explain the time).
+fn at_bandwidth(baseline: &[Record], candidate: &[Record]) -> (Vec<f64>, Vec<f64>) {
+    let Some(f) = side_fit(baseline, candidate) else { return (Vec::new(), Vec::new()) };
+    let side = |rs: &[Record]| -> Vec<f64> {
+        rs.iter()
+            .filter_map(|r| r.measurement.as_ref())
+            .flat_map(|m| crate::trust::decode_and_bandwidth(&m.probe, false))
+            .map(|(t, bw)| f.adjust(t, bw))
+            .collect()
+    };
+    (side(baseline), side(candidate))
 }
 
 /// What the results are matched on.
@@ -375,7 +419,11 @@ pub fn evaluate_metrics(baseline: &Loaded, candidate: &Loaded, settings: &Settin
 
 fn min_effect(metric: Metric, s: &Settings) -> f64 {
     match metric {
-        Metric::DecodeTokS | Metric::PrefillTokS | Metric::P99ItlMs | Metric::DecodeEfficiency => s.min_effect_speed,
+        Metric::DecodeTokS
+        | Metric::PrefillTokS
+        | Metric::P99ItlMs
+        | Metric::DecodeEfficiency
+        | Metric::DecodeAtBandwidth => s.min_effect_speed,
         Metric::EnergyJPerRun => s.min_effect_energy,
         Metric::PeakMemIncreaseMb => s.min_effect_memory,
     }
@@ -417,6 +465,19 @@ fn not_comparable(
             format!("a {}-token prompt has no prefill figure to gate", key.prompt_tokens),
         ));
     }
+    if metric == Metric::DecodeAtBandwidth && (bs.is_empty() || cs.is_empty()) {
+        return Some((
+            Status::NotMeasured,
+            format!(
+                "no line of decode time against the same-moment bandwidth could be fitted: it needs {} repetitions \
+                 with bandwidth readings (native engine, weights of 64 MiB or more) over a {:.0}% spread of \
+                 bandwidth that explains the time (r >= {})",
+                crate::trust::MIN_FIT_POINTS,
+                (crate::trust::MIN_FIT_SPREAD - 1.0) * 100.0,
+                crate::trust::MIN_FIT_R
+            ),
+        ));
+    }
     if metric == Metric::EnergyJPerRun && (bs.is_empty() || cs.is_empty()) {
         let side = if cs.is_empty() { "candidate" } else { "baseline" };
         let est = if cs.is_empty() { last.energy_j_per_run } else { brecs[0].energy_j_per_run };
@@ -456,8 +517,13 @@ fn compare(
     metric: Metric,
     s: &Settings,
 ) -> Comparison {
-    let bs: Vec<f64> = brecs.iter().flat_map(|r| metric.samples(r)).collect();
-    let cs: Vec<f64> = crecs.iter().flat_map(|r| metric.samples(r)).collect();
+    let (bs, cs, fit) = if metric == Metric::DecodeAtBandwidth {
+        let (bs, cs) = at_bandwidth(brecs, crecs);
+        (bs, cs, side_fit(brecs, crecs))
+    } else {
+        let samples = |rs: &[Record]| -> Vec<f64> { rs.iter().flat_map(|r| metric.samples(r)).collect() };
+        (samples(brecs), samples(crecs), None)
+    };
     let fig = |v: &[f64], r: &[Record]| SideFigures {
         engine: r.last().map(|r| r.engine.clone()).unwrap_or_default(),
         n: v.len(),
@@ -511,6 +577,13 @@ fn compare(
     out.p_regression = Some(j.p_regression);
     out.p_improvement = Some(j.p_improvement);
     out.method = format!("mann-whitney {}", if j.exact { "exact" } else { "normal approximation" });
+    if let Some(f) = fit {
+        out.method = format!(
+            "{} on decode taken to {:.1} GB/s along {:.2} ms + {:.0} MB / bandwidth a token (slope fitted within each \
+             side, r = {:.2}, {} repetitions, {:.1}-{:.1} GB/s)",
+            out.method, f.reference_gb_s, f.fixed_ms, f.bound_mb, f.r, f.points, f.range_gb_s[0], f.range_gb_s[1]
+        );
+    }
     out.status = j.effect;
     out
 }

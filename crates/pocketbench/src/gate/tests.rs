@@ -178,3 +178,39 @@ fn a_baseline_that_names_the_built_in_engine_by_its_old_name_still_matches() {
     let kind: crate::probe::EngineKind = serde_json::from_str("\"candle\"").unwrap();
     assert_eq!(kind, crate::probe::EngineKind::Native);
 }
+
+/// A record whose repetitions ran at `bws` GB/s on an engine whose token
+/// takes `fixed_ms` plus 100 MB at the moment's bandwidth, with 1% noise.
+fn at_moments(fixed_ms: f64, bws: &[f64], seed: u64) -> Record {
+    let noise = speeds(bws.len(), 1.0, seed);
+    let tok_s: Vec<f64> =
+        bws.iter().zip(&noise).map(|(bw, n)| 1.0 / ((fixed_ms / 1e3 + 0.1 / bw) * (1.0 + (n - 1.0) / 2.0))).collect();
+    let mut r = measured_record(2, 128, 16, &tok_s);
+    let m = r.measurement.as_mut().unwrap();
+    for (rep, bw) in m.probe.reps.iter_mut().zip(bws) {
+        rep.drift =
+            Some(crate::probe::drift::Drift { before_gb_s: *bw, after_gb_s: *bw, efficiency: 0.0, drifted: false });
+    }
+    r
+}
+
+#[test]
+fn decode_at_bandwidth_takes_the_machine_out_and_sees_the_engine() {
+    // The candidate's engine is 10% slower per token, but it ran while the
+    // machine's bandwidth was high: raw decode calls it an improvement.
+    let slow_moments = [33.0, 34.0, 32.0, 33.5, 34.5, 32.5, 33.0, 34.0, 33.0, 32.0];
+    let fast_moments = [55.0, 56.0, 54.0, 57.0, 55.5, 56.5, 54.5, 55.0, 33.0, 56.0];
+    let base = side(vec![at_moments(2.0, &slow_moments, 1)]);
+    let cand = side(vec![at_moments(2.0 * 1.1 + 0.3, &fast_moments, 2)]);
+    let v = evaluate_metrics(&base, &cand, &Settings::default(), &[Metric::DecodeTokS, Metric::DecodeAtBandwidth]);
+    let by = |m: Metric| v.comparisons.iter().find(|c| c.metric == m).unwrap();
+    assert_eq!(by(Metric::DecodeTokS).status, Status::Improvement, "{:#?}", by(Metric::DecodeTokS));
+    let adj = by(Metric::DecodeAtBandwidth);
+    assert_eq!(adj.status, Status::Regression, "{adj:#?}");
+    assert!(adj.method.contains("MB / bandwidth a token"), "{}", adj.method);
+    // Both sides in one regime: nothing to fit, said so.
+    let flat = side(vec![at_moments(2.0, &slow_moments, 3)]);
+    let v = evaluate_metrics(&base, &flat, &Settings::default(), &[Metric::DecodeAtBandwidth]);
+    assert_eq!(v.comparisons[0].status, Status::NotMeasured, "{:#?}", v.comparisons[0]);
+    assert!(v.comparisons[0].reason.contains("could be fitted"), "{}", v.comparisons[0].reason);
+}

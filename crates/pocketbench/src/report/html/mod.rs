@@ -175,12 +175,22 @@ fn output_cell(m: &crate::record::Measurement) -> String {
     }
 }
 
-/// Clean, contended and retaken repetitions, and the precision reached.
+/// Clean, contended, drifted and retaken repetitions, the precision
+/// reached, and the bandwidth the repetitions' passes read.
 fn samples_cell(m: &crate::record::Measurement) -> String {
     let Some(s) = &m.probe.sampling else { return "<td class=\"muted\">n/a</td>".into() };
     let precision = s.precision_reached.map_or(String::new(), |p| format!(", ±{:.1}%", p * 100.0));
-    let text = format!("{} clean, {} contended, {} retaken{precision}", s.clean, s.contended, s.retaken);
-    let class = if m.contended { " class=\"contended\"" } else { "" };
+    let bandwidth = match (&m.decode_efficiency, m.moment_bandwidth_gb_s) {
+        (Some(e), Some([lo, hi])) => {
+            format!("; {:.0}% of the moment's bandwidth ({lo:.0}-{hi:.0} GB/s)", e.median * 100.0)
+        }
+        _ => String::new(),
+    };
+    let text = format!(
+        "{} clean, {} contended, {} drifted, {} retaken{precision}{bandwidth}",
+        s.clean, s.contended, s.drifted, s.retaken
+    );
+    let class = if m.contended || m.drifted { " class=\"contended\"" } else { "" };
     format!("<td{class}>{}</td>", escape(&text))
 }
 
