@@ -200,12 +200,51 @@ fn a_prefill_faster_than_the_compute_fact_is_a_warning() {
     let dev = ipad.with_model(pocketbench::device::DeviceModel { compute: 4.096e12, ..*ipad.model() });
     let cal = calibrate(&dev).unwrap();
     assert!(cal.at_bound.iter().any(|k| k == "compute-efficiency"), "{:?}", cal.at_bound);
+    // One line with the count; each point under --verbose. A phone's fact
+    // is a published one: said too low, not changed.
+    assert_eq!(cal.warnings.len(), 1, "{:?}", cal.warnings);
     assert!(
-        cal.warnings.iter().any(|w| w.contains("calibration[2]") && w.contains("above the compute fact 4.096 TFLOPS")),
+        cal.warnings[0].contains("prefill point(s) imply more compute than the fact 4.096 TFLOPS"),
         "{:?}",
         cal.warnings
     );
+    assert!(
+        cal.compute_details
+            .iter()
+            .any(|w| w.contains("calibration[2]") && w.contains("above the compute fact 4.096 TFLOPS")),
+        "{:?}",
+        cal.compute_details
+    );
+    assert_eq!(cal.compute_fact, None);
     assert!(calibrate(d.get("ipad-pro-m5").unwrap()).unwrap().warnings.is_empty());
+}
+
+#[test]
+fn on_this_machine_a_compute_fact_below_the_prefill_points_is_raised_to_what_they_imply() {
+    let d = devices();
+    let host = d.get("host").unwrap();
+    let low = 1e11;
+    let dev = host.with_model(pocketbench::device::DeviceModel { compute: low, ..*host.model() });
+    let cal = calibrate(&dev).unwrap();
+    let raised = cal.compute_fact.as_ref().expect("the fact raised");
+    assert!(raised.flops > low && raised.source.starts_with("M: the highest compute"), "{raised:?}");
+    let n = cal.compute_details.len();
+    assert!(n >= 1);
+    assert!(
+        cal.warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{n} prefill point(s) implied more compute")) && w.contains("raised")),
+        "{:?}",
+        cal.warnings
+    );
+    // The profile written holds the raised fact and a digest that matches it.
+    let text = pocketbench::device::home::text_of(host.origin()).unwrap();
+    let out = pocketbench::calibrate::fitted_text(&text, &dev, &cal).unwrap();
+    let back = pocketbench::device::parse(host.origin().clone(), &out).unwrap();
+    assert!((back.model().compute / raised.flops - 1.0).abs() < 1e-3, "{}", back.model().compute);
+    assert!(!back.calibration_label().contains("stale"), "{}", back.calibration_label());
+    // No point implies more than the raised fact.
+    assert!(calibrate(&back).unwrap().compute_details.is_empty());
 }
 
 #[test]

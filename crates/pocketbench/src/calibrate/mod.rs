@@ -77,11 +77,25 @@ pub struct Calibration {
     /// builds fitted into one parameter, a prefill implying more compute
     /// than the device's compute fact.
     pub warnings: Vec<String>,
+    /// The compute fact the fit used where it raised the profile's (prefill
+    /// points implied more): written into the profile with its label.
+    pub compute_fact: Option<ComputeFact>,
+    /// Each prefill point above the compute fact (`--verbose`).
+    pub compute_details: Vec<String>,
     /// The digest recorded with the fit.
     pub digest: String,
     #[serde(skip)]
     /// The fitted parameters.
     pub params: ModelParams,
+}
+
+/// A compute fact a calibration set: FLOP/s and its source.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ComputeFact {
+    /// FLOP/s.
+    pub flops: f64,
+    /// Where it comes from.
+    pub source: String,
 }
 
 /// One term of a stage: a parameter, the range of θ (the parameter, or its
@@ -154,7 +168,16 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
         at_bound.extend(fit_rounds(stage, free, &fit_points, &mut model, &id)?);
     }
 
-    warnings.extend(compute_above_fact(device, &model));
+    let above = compute_above_fact(device, &model);
+    let (compute_fact, warning, compute_details) = settle_compute(device, &mut model, &above);
+    warnings.extend(warning);
+    if compute_fact.is_some() {
+        // Fitted again against the raised fact.
+        at_bound.clear();
+        for stage in &stages {
+            at_bound.extend(fit_rounds(stage, free, &fit_points, &mut model, &id)?);
+        }
+    }
     let fitted = free.iter().map(|p| (p.key().to_string(), display_param(*p, model.params.get(*p)))).collect();
     Ok(Calibration {
         device: device.id().to_string(),
@@ -164,6 +187,8 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
         residuals: residuals(device, &model),
         digest: device.digest().to_string(),
         params: model.params,
+        compute_fact,
+        compute_details,
     })
 }
 
@@ -304,11 +329,23 @@ fn mixed_builds(stage: &Stage, free: &[FreeParam], points: &[&CalPoint], model: 
     })
 }
 
-/// Prefill points whose measured time, less the fitted fixed costs, implies
-/// more FLOP/s than the device's compute fact: the fact is too low (or the
-/// engine does less work than the model counts), and an efficiency of 100%
-/// would hide it.
-fn compute_above_fact(device: &Device, model: &DeviceModel) -> Vec<String> {
+/// A prefill point whose measured time, less the fitted fixed costs,
+/// implies more FLOP/s than the device's compute fact: the fact is too low
+/// (or the engine does less work than the model counts), and an efficiency
+/// of 100% would hide it.
+struct ComputeAbove {
+    /// The point's index.
+    index: usize,
+    /// The point's label.
+    label: String,
+    /// FLOP/s it implies (infinite where the fixed costs alone exceed its
+    /// time).
+    implied: f64,
+    /// The whole finding, for `--verbose`.
+    text: String,
+}
+
+fn compute_above_fact(device: &Device, model: &DeviceModel) -> Vec<ComputeAbove> {
     let mut out = Vec::new();
     for pt in device.points() {
         let Some(rate) = pt.prefill_tok_s else { continue };
@@ -321,20 +358,75 @@ fn compute_above_fact(device: &Device, model: &DeviceModel) -> Vec<String> {
         let flops = crate::arch::account::prefill_flops(&pt.shape, &a, pt.workload.prompt as f64);
         let implied = if busy > 0.0 { flops / busy } else { f64::INFINITY };
         if implied > model.compute {
-            out.push(format!(
-                "calibration[{}] ({}, prefill {:.1} tok/s at {}+{}) implies {} of compute, above the compute fact {} ({}): the fact is too low for the hardware that runs prefill",
-                pt.index,
-                pt.label,
-                rate,
-                pt.workload.prompt,
-                pt.workload.gen,
-                crate::units::Compute(implied),
-                crate::units::Compute(model.compute),
-                device.profile().facts.compute.source
-            ));
+            out.push(ComputeAbove {
+                index: pt.index,
+                label: pt.label.clone(),
+                implied,
+                text: format!(
+                    "calibration[{}] ({}, prefill {:.1} tok/s at {}+{}) implies {} of compute, above the compute fact {} ({})",
+                    pt.index,
+                    pt.label,
+                    rate,
+                    pt.workload.prompt,
+                    pt.workload.gen,
+                    crate::units::Compute(implied),
+                    crate::units::Compute(model.compute),
+                    device.profile().facts.compute.source
+                ),
+            });
         }
     }
     out
+}
+
+/// What to do about prefill points above the compute fact: on this
+/// machine, raise the fact to the highest compute they imply (labelled as
+/// such) so compute-efficiency is fitted against a rate the hardware
+/// reaches; elsewhere (a phone's published fact), say so. Returns the new
+/// fact where it was raised, one warning line, and the points one by one.
+fn settle_compute(
+    device: &Device,
+    model: &mut DeviceModel,
+    above: &[ComputeAbove],
+) -> (Option<ComputeFact>, Option<String>, Vec<String>) {
+    if above.is_empty() {
+        return (None, None, Vec::new());
+    }
+    let details: Vec<String> = above.iter().map(|a| a.text.clone()).collect();
+    let fact = crate::units::Compute(model.compute);
+    let highest = above.iter().filter(|a| a.implied.is_finite()).max_by(|a, b| a.implied.total_cmp(&b.implied));
+    let n = above.len();
+    match highest.filter(|_| device.is_local()) {
+        Some(top) => {
+            // A hair above the highest, so the fact as printed (four
+            // significant digits) is not below what a point implies.
+            let flops = top.implied * 1.001;
+            let raised = ComputeFact {
+                flops,
+                source: format!(
+                    "M: the highest compute the calibration's prefill points imply (calibration[{}], {}), above the \
+                     estimate {fact} ({})",
+                    top.index,
+                    top.label,
+                    device.profile().facts.compute.source
+                ),
+            };
+            model.compute = flops;
+            let warning = format!(
+                "{n} prefill point(s) implied more compute than the fact {fact}: the fact is raised to {}, the highest \
+                 the measurements imply, and compute-efficiency fitted against it (--verbose lists them)",
+                crate::units::Compute(flops)
+            );
+            (Some(raised), Some(warning), details)
+        }
+        None => {
+            let warning = format!(
+                "{n} prefill point(s) imply more compute than the fact {fact}: the fact is too low for the hardware \
+                 that runs prefill (--verbose lists them)"
+            );
+            (None, Some(warning), details)
+        }
+    }
 }
 
 /// A stage's fit: the free terms it fitted, in the order of `fit.theta`.

@@ -59,7 +59,17 @@ pub fn fitted_text(text: &str, device: &Device, cal: &Calibration) -> Result<Str
             "fitted by `pocketbench calibrate` to the {n} calibration point(s) below{held}{bound}"
         ));
     }
-    doc["model"]["fitted-digest"] = toml_edit::value(cal.digest.clone());
+    let digest = match &cal.compute_fact {
+        None => cal.digest.clone(),
+        Some(c) => {
+            doc["facts"]["compute"]["value"] = toml_edit::value(crate::units::Compute(c.flops).to_string());
+            doc["facts"]["compute"]["source"] = toml_edit::value(c.source.clone());
+            // The digest covers the facts: the fitted profile's, not the
+            // one it was made from.
+            crate::device::parse(device.origin().clone(), &doc.to_string())?.digest().to_string()
+        }
+    };
+    doc["model"]["fitted-digest"] = toml_edit::value(digest);
     Ok(doc.to_string())
 }
 

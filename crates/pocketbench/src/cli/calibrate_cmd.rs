@@ -78,6 +78,9 @@ pub struct CalibrateArgs {
     /// since its calibration instead. Nothing is fitted or written.
     #[arg(long, value_name = "FILE", num_args = 0..=1, requires = "device", conflicts_with_all = ["add", "dry_run"])]
     pub check: Option<Option<std::path::PathBuf>>,
+    /// List every finding a warning line counts (each prefill point above the compute fact).
+    #[arg(long, short)]
+    pub verbose: bool,
     /// With --measure: the bandwidth buffer in MiB (default 1024; 256 with --quick).
     #[arg(long, value_name = "MIB", requires = "measure")]
     pub buffer_mib: Option<usize>,
@@ -105,7 +108,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         if a.json {
             outln!("{}", serde_json::to_string_pretty(&[&done.calibration])?);
         } else {
-            print::calibrated(&done, id)?;
+            print::calibrated(&done, id, a.verbose)?;
         }
         return Ok(Code::Ok);
     }
@@ -203,7 +206,7 @@ fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> anyhow::Result<Code
             write_back(device, &cal)?;
         }
         if !a.json {
-            print_fit(device, &cal, if written { "written" } else { "not written (--dry-run)" })?;
+            print_fit(device, &cal, if written { "written" } else { "not written (--dry-run)" }, a.verbose)?;
         }
         all.push(cal);
     }

@@ -6,7 +6,7 @@ use pocketbench::calibrate::{Calibration, DriftSummary};
 use pocketbench::device::Device;
 
 /// Print a fit: its parameters, every residual, and the held-out errors.
-pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Result<()> {
+pub fn print_fit(device: &Device, cal: &Calibration, note: &str, verbose: bool) -> anyhow::Result<()> {
     outln!("{} ({}): fitted to {} point(s), {note}", device.id(), device.origin(), device.points().len());
     for (k, v) in &cal.fitted {
         let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
@@ -15,6 +15,11 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str) -> anyhow::Resu
     print_residuals(&cal.residuals)?;
     for w in &cal.warnings {
         outln!("  warning: {w}");
+    }
+    if verbose {
+        for d in &cal.compute_details {
+            outln!("    {d}");
+        }
     }
     let held: Vec<_> = cal.residuals.iter().filter(|r| r.holdout).cloned().collect();
     for metric in ["decode", "prefill", "peak-memory"] {
@@ -82,12 +87,12 @@ pub fn print_residuals(residuals: &[pocketbench::calibrate::Residual]) -> std::i
 }
 
 /// Print a calibration of this machine: the fit, the repeatability, the time.
-pub fn calibrated(c: &Calibrated, id: &str) -> anyhow::Result<()> {
+pub fn calibrated(c: &Calibrated, id: &str, verbose: bool) -> anyhow::Result<()> {
     let note = match &c.written {
         Some(p) => format!("written to {}", p.display()),
         None => "not written (--dry-run)".into(),
     };
-    print_fit(&c.device, &c.calibration, &note)?;
+    print_fit(&c.device, &c.calibration, &note, verbose)?;
     if let Some(r) = &c.repeatability {
         print_repeatability(r)?;
     }
