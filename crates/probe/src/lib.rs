@@ -58,7 +58,6 @@ use candle_core::quantized::GgmlDType;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::meter::MemoryStatus;
 use pocketbench_types::arch::Shape;
 
 fn prompt(spec: &ProbeSpec, n: u32) -> Vec<u32> {
@@ -95,7 +94,7 @@ pub fn run(
         EngineKind::MnnLlmBench => return tools::mnn_llm_bench(spec, energy_not_measured),
         _ => {}
     }
-    let baseline = MemoryStatus::current().map_or(0, |m| m.vm_rss);
+    let baseline = crate::meter::usage().map_or(0, |u| u.current);
     let engine = spec.engine;
     kernels::set_pinning(spec.pin);
     let mut energy = energy::Session::new(meter, energy_not_measured);
@@ -129,7 +128,11 @@ pub fn run(
         energy: figures,
         read_bandwidth: Some(read_bandwidth),
         host: HostFacts::collect(),
-        device_props: BTreeMap::new(),
+        // What an app may still allocate before its limit (iOS).
+        device_props: meter::footprint::available()
+            .map(|b| ("os_proc_available_memory_bytes".to_string(), b.to_string()))
+            .into_iter()
+            .collect(),
         build: BuildInfo::current(),
         covariates: Some(covariates),
         sampling: Some(sampling),
@@ -144,8 +147,7 @@ fn measure_engine(
     spec: &ProbeSpec,
     energy: &mut energy::Session,
 ) -> Result<(timing::Measured, Option<(usize, usize)>), ProbeError> {
-    let mut held = None;
-    let got = match spec.engine {
+    Ok(match spec.engine {
         EngineKind::Native => {
             // No fallback: a file the native kernels do not run is refused,
             // never measured on a slower engine under this one's name.
@@ -157,25 +159,26 @@ fn measure_engine(
             let t = Instant::now();
             let mut m = load()?;
             let first = t.elapsed().as_secs_f64();
-            held = Some(m.weight_bytes());
+            let held = m.weight_bytes();
             let mut reload = || {
                 let t = Instant::now();
                 drop(load()?);
                 Ok(t.elapsed().as_secs_f64())
             };
-            measure(spec, &mut m, first, &mut reload, energy)?
+            (measure(spec, &mut m, first, &mut reload, energy)?, Some(held))
         }
         #[cfg(feature = "candle-transformers")]
-        EngineKind::CandleTransformers => measure_candle_transformers(spec, energy)?,
+        EngineKind::CandleTransformers => (measure_candle_transformers(spec, energy)?, None),
         #[cfg(not(feature = "candle-transformers"))]
         EngineKind::CandleTransformers => unreachable!("checked by available()"),
         #[cfg(feature = "llama")]
-        EngineKind::LlamaCpp => llama::with_engine(spec, |m, first, reload| measure(spec, m, first, reload, energy))??,
+        EngineKind::LlamaCpp => {
+            (llama::with_engine(spec, |m, first, reload| measure(spec, m, first, reload, energy))??, None)
+        }
         #[cfg(not(feature = "llama"))]
         EngineKind::LlamaCpp => unreachable!("checked by available()"),
         EngineKind::LlamaBench | EngineKind::MnnLlmBench => unreachable!("run as external tools"),
-    };
-    Ok((got, held))
+    })
 }
 
 /// How the thermal readings were taken, where there were any.
@@ -217,13 +220,10 @@ fn methods(
         ),
         ("ttft_s", "timer from the start of prefill to the greedy first token"),
         ("decode_s", "timer around `gen` single-token forward passes with the KV cache, argmax included"),
-        (
-            "peak_increase_bytes",
-            "VmHWM after load, warm-up and every repetition minus VmRSS before the load (/proc/self/status), fresh process",
-        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
+    .chain(std::iter::once(("peak_increase_bytes".to_string(), peak_method())))
     .chain(std::iter::once(("energy".to_string(), energy_method)))
     .chain(
         [
@@ -293,6 +293,20 @@ fn held_in_memory(spec: &ProbeSpec, (bytes, shared): (usize, usize)) -> String {
         String::new()
     };
     format!("{bytes} bytes of matrices held by the native engine{file}{how}")
+}
+
+/// How peak memory was read: the platform's meter, after the load, the
+/// warm-up and every repetition, less its reading before the load.
+fn peak_method() -> String {
+    if cfg!(target_vendor = "apple") {
+        format!(
+            "{} after load, warm-up and every repetition, minus phys_footprint before the load",
+            meter::MEMORY_METER
+        )
+    } else {
+        "VmHWM after load, warm-up and every repetition minus VmRSS before the load (/proc/self/status), fresh process"
+            .into()
+    }
 }
 
 /// Where built model files are cached: `$POCKETBENCH_CACHE`, else

@@ -113,6 +113,11 @@ pub struct Rep {
     /// engine keeps its weights out of reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<crate::drift::Drift>,
+    /// The app's thermal state (`ProcessInfo.thermalState` on Apple
+    /// platforms) at the start and end of the repetition, where an
+    /// embedding app reports it ([`crate::thermal::set_app_state_source`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_thermal: Option<crate::thermal::AppThermal>,
     /// Contended or drifted, and taken again: kept here, left out of the
     /// statistics.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -263,6 +268,10 @@ pub enum ProbeError {
     /// The engine failed.
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
+    /// The embedding app asked the probe to stop
+    /// ([`crate::timing::request_cancel`]), and it stopped between tokens.
+    #[error("cancelled: the app asked the probe to stop, and it stopped between two tokens")]
+    Cancelled,
 }
 
 impl ProbeSpec {

@@ -169,3 +169,60 @@ mod tests {
         assert_eq!(cooled.unwrap().end_c, 47.5);
     }
 }
+
+/// An app's own thermal state, as Apple's `ProcessInfo.thermalState` names
+/// it: nominal, fair, serious, critical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AppState {
+    /// Within normal limits.
+    Nominal,
+    /// Slightly elevated.
+    Fair,
+    /// High: the system is reducing performance.
+    Serious,
+    /// Critical: the app should reduce its work at once.
+    Critical,
+}
+
+impl AppState {
+    /// From `ProcessInfo.ThermalState`'s raw value (0 nominal .. 3 critical).
+    pub fn from_raw(v: i32) -> Option<AppState> {
+        Some(match v {
+            0 => AppState::Nominal,
+            1 => AppState::Fair,
+            2 => AppState::Serious,
+            3 => AppState::Critical,
+            _ => return None,
+        })
+    }
+}
+
+/// The app's thermal state at the start and end of one repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppThermal {
+    /// When the repetition started.
+    pub start: AppState,
+    /// When it ended.
+    pub end: AppState,
+}
+
+/// Where the app's thermal state is read from: set by an embedding app
+/// (through the C ABI's callback), unset in a probe process.
+static APP_STATE: std::sync::RwLock<Option<AppStateSource>> = std::sync::RwLock::new(None);
+
+/// A function that reads the app's thermal state.
+pub type AppStateSource = fn() -> Option<AppState>;
+
+/// Read the app's thermal state through `source` at the start and end of
+/// every repetition from now on (`None`: stop).
+pub fn set_app_state_source(source: Option<AppStateSource>) {
+    if let Ok(mut s) = APP_STATE.write() {
+        *s = source;
+    }
+}
+
+/// The app's thermal state now, where a source is set and answers.
+pub fn app_state() -> Option<AppState> {
+    APP_STATE.read().ok().and_then(|s| *s).and_then(|f| f())
+}

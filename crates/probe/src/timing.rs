@@ -76,6 +76,25 @@ impl Trace {
     }
 }
 
+/// Set by an embedding app ([`request_cancel`]); the decode loop checks it
+/// between tokens.
+static CANCEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ask a running probe to stop: it returns [`ProbeError::Cancelled`] before
+/// its next token. Safe from any thread.
+pub fn request_cancel() {
+    CANCEL.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Forget an earlier cancel request (a new run starts).
+pub fn clear_cancel() {
+    CANCEL.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn cancelled() -> bool {
+    CANCEL.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The timed decode loop: `gen` greedy steps from position `offset`, each
 /// fed the previous token; returns seconds. One clock read per token, the
 /// token kept, and one virtual call per token are all it adds to the
@@ -91,6 +110,9 @@ pub fn decode_loop(
     let t0 = Instant::now();
     let mut prev = t0;
     for i in 0..gen as usize {
+        if cancelled() {
+            return Err(ProbeError::Cancelled);
+        }
         *next = m.step(&[*next], offset + i)?;
         let now = Instant::now();
         trace.steps_us.push((now - prev).as_micros().min(u32::MAX as u128) as u32);
@@ -187,6 +209,10 @@ pub(crate) fn measure(
     run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4), &mut Trace::default())?;
     let weights = std::fs::metadata(&spec.model).map_or(0, |m| m.len());
     let covariates = ProcessCovariates::read(weights, crate::kernels::pinning());
+    // Where the platform keeps no peak of its own (an Apple kernel before
+    // revision 3 of task_vm_info), the largest reading after the load, the
+    // warm-up and every repetition stands for it.
+    let mut sampled_peak = crate::meter::usage().map_or(0, |u| u.current);
     energy.idle(energy::IDLE_WINDOW);
     let zones = thermal::zones_root();
     let rule: Option<Contention> = spec.contention;
@@ -211,6 +237,7 @@ pub(crate) fn measure(
             break "max reps";
         }
         let mut heat = thermal::before_rep(&zones, spec.cooling, thermal::POLL);
+        let app_start = thermal::app_state();
         let mut trace = Trace::default();
         let bw_before = if read_drift { drift::read(&m.weights(), threads, drift::PASSES) } else { 0.0 };
         let win = window::start();
@@ -223,11 +250,13 @@ pub(crate) fn measure(
         let window = win.end(rule.as_ref());
         let bw_after = if read_drift { drift::read(&m.weights(), threads, drift::PASSES) } else { 0.0 };
         thermal::after_rep(&zones, &mut heat);
+        let app_thermal = app_start.zip(thermal::app_state()).map(|(start, end)| thermal::AppThermal { start, end });
         let decode_tok_s = spec.workload.gen as f64 / decode_s;
         let drift = (bw_before > 0.0 && bw_after > 0.0)
             .then(|| Drift::new(bw_before, bw_after, decode_tok_s, weight_bytes, max_drift));
         let drifted = drift.is_some_and(|d| d.drifted);
         let bad = window.contended || drifted;
+        sampled_peak = sampled_peak.max(crate::meter::usage().map_or(0, |u| u.current));
         let retaken = bad && retakes_left > 0;
         if retaken {
             counts.retaken += 1;
@@ -253,12 +282,13 @@ pub(crate) fn measure(
             itl_us: trace.steps_us,
             window: Some(window),
             drift,
+            app_thermal,
             retaken,
         });
     };
     // The peak is read before any reload: a second model in the process, or
     // the allocator's reuse of a freed one, is not what an app pays.
-    let peak = crate::meter::MemoryStatus::current().map_or(0, |m| m.vm_hwm);
+    let peak = crate::meter::usage().map_or(0, |u| u.peak).max(sampled_peak);
     for rep in reps.iter_mut().skip(1) {
         rep.load_s = Some(reload()?);
     }

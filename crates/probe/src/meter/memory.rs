@@ -35,6 +35,36 @@ impl MemoryStatus {
     }
 }
 
+/// The process's memory as this platform's per-process limit counts it,
+/// bytes: on Apple platforms `phys_footprint` (its lifetime peak where the
+/// kernel keeps one, [`super::footprint`]), elsewhere the resident set
+/// (`VmRSS`, and `VmHWM` for the peak).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// Now.
+    pub current: u64,
+    /// The peak the platform kept; the current value where it keeps none
+    /// (the caller samples then).
+    pub peak: u64,
+}
+
+/// The meter [`usage`] reads, as results name it.
+pub const METER: &str = if cfg!(target_vendor = "apple") {
+    "phys_footprint (task_info TASK_VM_INFO: ledger_phys_footprint_peak where the kernel fills revision 3, else the \
+     largest phys_footprint sampled after the load, the warm-up and every repetition)"
+} else {
+    "VmHWM (/proc/self/status)"
+};
+
+/// This process's [`Usage`], where the platform says.
+pub fn usage() -> Option<Usage> {
+    if cfg!(target_vendor = "apple") {
+        super::footprint::current().map(|f| Usage { current: f.current, peak: f.peak.unwrap_or(f.current) })
+    } else {
+        MemoryStatus::current().map(|m| Usage { current: m.vm_rss, peak: m.vm_hwm })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

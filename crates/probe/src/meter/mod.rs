@@ -8,6 +8,7 @@
 
 mod battery;
 pub mod clock;
+pub mod footprint;
 mod memory;
 mod power_supply;
 mod rapl;
@@ -15,7 +16,7 @@ mod sampler;
 
 pub use battery::BatteryMeter;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use memory::{parse_status, MemoryStatus};
+pub use memory::{parse_status, usage, MemoryStatus, Usage, METER as MEMORY_METER};
 pub use power_supply::{PowerSupplyMeter, Rail};
 pub use rapl::RaplMeter;
 
