@@ -5,8 +5,16 @@
 //! device-runner issue. Every devicectl call asks for `--json-output FILE`,
 //! the tool's machine-readable result, rather than parsing its human output.
 //!
-//! Nothing in this crate has run against a real iPhone or iPad yet.
+//! Nothing in this crate has run against a real iPhone or iPad yet: its
+//! parsers are tested on fixtures that follow recorded devicectl output
+//! (`tests/fixtures/devicectl/README.md` cites each).
 #![deny(missing_docs)]
+
+pub mod error;
+pub mod json;
+pub mod select;
+
+pub use error::DevicectlError;
 
 use std::path::Path;
 
