@@ -284,6 +284,8 @@ fn the_github_example_parses_and_uses_real_flags() {
     let text = std::fs::read_to_string(root().join("examples/github-device-gate.yml")).unwrap();
     let docs = yaml_rust2::YamlLoader::load_from_str(&text).unwrap();
     let w = &docs[0];
+    // `gh run list` and `gh run download` need to read the repository's runs.
+    assert_eq!(w["permissions"]["actions"].as_str(), Some("read"), "{text}");
     let steps = w["jobs"]["gate"]["steps"].as_vec().unwrap();
     let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
     let sweep = runs.iter().find(|r| r.contains("pocketbench sweep")).expect("a sweep step");

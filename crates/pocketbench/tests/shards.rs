@@ -98,8 +98,20 @@ fn the_github_example_parses_and_uses_real_flags() {
     let docs = yaml_rust2::YamlLoader::load_from_str(&text).unwrap();
     let w = &docs[0];
     let shard = &w["jobs"]["shard"];
-    assert_eq!(shard["strategy"]["matrix"]["index"].as_vec().unwrap().len(), 4);
-    assert_eq!(w["env"]["SHARDS"].as_i64(), Some(4), "the matrix and SHARDS agree");
+    // The shard count is written once (SHARDS); the plan job's step turns it
+    // into the matrix. Run that step's shell as the runner would.
+    assert_eq!(shard["strategy"]["matrix"]["index"].as_str(), Some("${{ fromJSON(needs.plan.outputs.index) }}"));
+    assert_eq!(shard["needs"].as_str(), Some("plan"));
+    let plan = w["jobs"]["plan"]["steps"][0]["run"].as_str().unwrap();
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let status = std::process::Command::new("bash")
+        .args(["-c", plan])
+        .env("SHARDS", w["env"]["SHARDS"].as_i64().unwrap().to_string())
+        .env("GITHUB_OUTPUT", out.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(std::fs::read_to_string(out.path()).unwrap(), "index=[1,2,3,4]\n");
     let runs: Vec<&str> = ["shard", "merge"]
         .iter()
         .flat_map(|j| w["jobs"][*j]["steps"].as_vec().unwrap().iter().filter_map(|s| s["run"].as_str()))
