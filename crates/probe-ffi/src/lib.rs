@@ -125,10 +125,8 @@ fn available_memory() -> Option<u64> {
 pub fn run_json(text: &str) -> Result<String, Failure> {
     let spec = parse_spec(text)?;
     check_fits(&spec, available_memory())?;
-    if !spec.model.exists() {
-        pocketbench_probe::gguf::write_model(&spec.shape, pocketbench_probe::seed_of(&spec.shape), &spec.model)
-            .map_err(|e| Failure::new("spec.model", format!("{}: cannot be written: {e}", spec.model.display())))?;
-    }
+    pocketbench_probe::ensure_model(&spec)
+        .map_err(|e| Failure::new("spec.model", format!("{}: cannot be written: {e}", spec.model.display())))?;
     let (meter, why) = match pocketbench_probe::meter::detect() {
         Ok(m) => (Some(m), None),
         Err(e) => (None, Some(e.to_string())),

@@ -119,6 +119,8 @@ pub fn run(a: &Args) -> Result<Outcome, EntryError> {
     if let Some(outcome) = injected_fault(&spec, a.out.as_deref())? {
         return Ok(outcome);
     }
+    crate::ensure_model(&spec)
+        .map_err(|e| EntryError::Failed(format!("{}: cannot be written: {e}", spec.model.display())))?;
     let (meter, why) = match crate::meter::detect() {
         Ok(m) => (Some(m), None),
         Err(e) => (None, Some(e.to_string())),

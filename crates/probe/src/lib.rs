@@ -333,6 +333,17 @@ pub fn model_file(shape: &Shape, cache: &Path) -> Result<PathBuf, gguf::GgufErro
     Ok(path)
 }
 
+/// Write the spec's model file where it is absent: the same seeded GGUF the
+/// harness builds for the shape ([`seed_of`]), so a probe in an app (iOS)
+/// or in a runner's stand-in needs the spec alone. Returns whether it wrote.
+pub fn ensure_model(spec: &ProbeSpec) -> Result<bool, gguf::GgufError> {
+    if spec.model.exists() || spec.engine.needs_engine_model() {
+        return Ok(false);
+    }
+    gguf::write_model(&spec.shape, seed_of(&spec.shape), &spec.model)?;
+    Ok(true)
+}
+
 /// The weight seed of a shape: derived from its id, so the same shape always
 /// has the same weights on every machine.
 pub fn seed_of(shape: &Shape) -> u64 {

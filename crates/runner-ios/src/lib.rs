@@ -10,25 +10,29 @@
 //! (`tests/fixtures/devicectl/README.md` cites each).
 #![deny(missing_docs)]
 
+pub mod client;
 pub mod error;
 pub mod json;
 pub mod select;
 
+pub use client::{Console, Xcrun};
 pub use error::DevicectlError;
 
+use std::ffi::OsString;
 use std::path::Path;
 
-/// The device selector: a UDID, or empty for "the only connected device"
-/// (devicectl itself needs an explicit `--device`, so an empty UDID is
-/// resolved by `list devices` first).
+/// The devicectl commands the runner uses, for one device (its CoreDevice
+/// identifier). Each is the words after `xcrun devicectl`, without
+/// `--json-output`, which [`Xcrun`] adds to every call right after the
+/// subcommand (so it never lands among the app's own arguments).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Devicectl {
-    /// Target device UDID or identifier.
+    /// The device's identifier (or UDID).
     pub device: String,
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
+fn words(v: &[&str]) -> Vec<OsString> {
+    v.iter().map(OsString::from).collect()
 }
 
 impl Devicectl {
@@ -37,28 +41,65 @@ impl Devicectl {
         Devicectl { device: device.into() }
     }
 
-    /// `xcrun devicectl list devices --json-output OUT`.
-    pub fn list_devices(out: &Path) -> Vec<String> {
-        let mut v = strings(&["devicectl", "list", "devices", "--json-output"]);
-        v.push(out.display().to_string());
+    /// `list devices --timeout 5`: every device CoreDevice knows (5 s is
+    /// the least devicectl takes).
+    pub fn list_devices() -> Vec<OsString> {
+        words(&["list", "devices", "--timeout", "5"])
+    }
+
+    fn on_device(&self, sub: &[&str]) -> Vec<OsString> {
+        let mut v = words(sub);
+        v.extend([OsString::from("--device"), OsString::from(&self.device)]);
         v
     }
 
-    /// `xcrun devicectl device install app --device D APP --json-output OUT`.
-    pub fn install(&self, app: &Path, out: &Path) -> Vec<String> {
-        let mut v = strings(&["devicectl", "device", "install", "app", "--device"]);
-        v.extend([self.device.clone(), app.display().to_string(), "--json-output".into(), out.display().to_string()]);
+    /// `device install app --device D APP`.
+    pub fn install(&self, app: &Path) -> Vec<OsString> {
+        let mut v = self.on_device(&["device", "install", "app"]);
+        v.push(app.into());
         v
     }
 
-    /// `xcrun devicectl device process launch --device D --console BUNDLE ARGS… --json-output OUT`.
-    /// Arguments after the bundle id go to the app as separate argv entries
-    /// (no shell in between, so no quoting is needed).
-    pub fn launch(&self, bundle: &str, args: &[&str], out: &Path) -> Vec<String> {
-        let mut v = strings(&["devicectl", "device", "process", "launch", "--device"]);
-        v.push(self.device.clone());
-        v.extend(["--json-output".into(), out.display().to_string(), "--console".into(), bundle.to_string()]);
-        v.extend(args.iter().map(|a| a.to_string()));
+    fn copy(&self, direction: &str, bundle: &str, source: &Path, destination: &Path) -> Vec<OsString> {
+        let mut v = self.on_device(&["device", "copy", direction]);
+        for (k, val) in [
+            ("--domain-type", OsString::from("appDataContainer")),
+            ("--domain-identifier", bundle.into()),
+            ("--source", source.into()),
+            ("--destination", destination.into()),
+        ] {
+            v.push(k.into());
+            v.push(val);
+        }
+        v
+    }
+
+    /// `device copy to ...`: a local file into the app's data container.
+    pub fn copy_to(&self, bundle: &str, local: &Path, remote: &Path) -> Vec<OsString> {
+        self.copy("to", bundle, local, remote)
+    }
+
+    /// `device copy from ...`: a file of the app's data container to a
+    /// local path that must not exist yet (devicectl will not overwrite).
+    pub fn copy_from(&self, bundle: &str, remote: &Path, local: &Path) -> Vec<OsString> {
+        self.copy("from", bundle, remote, local)
+    }
+
+    /// `device process launch --device D --terminate-existing --console
+    /// BUNDLE ARGS...`: each argument its own argv entry (no shell between,
+    /// so none is quoted or split).
+    pub fn launch(&self, bundle: &str, args: &[&str]) -> Vec<OsString> {
+        let mut v = self.on_device(&["device", "process", "launch"]);
+        v.extend(words(&["--terminate-existing", "--console", bundle]));
+        v.extend(words(args));
+        v
+    }
+
+    /// `device process terminate --device D --pid N` (there is no way to
+    /// terminate by bundle id).
+    pub fn terminate(&self, pid: u32) -> Vec<OsString> {
+        let mut v = self.on_device(&["device", "process", "terminate"]);
+        v.extend([OsString::from("--pid"), OsString::from(pid.to_string())]);
         v
     }
 }
@@ -68,15 +109,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn launch_keeps_arguments_separate() {
-        let d = Devicectl::new("00008140-001A2B3C4D5E6F70");
-        let v = d.launch("dev.pocketbench.probe", &["--spec", "a b.json"], Path::new("/tmp/o.json"));
-        assert_eq!(v[..6], ["devicectl", "device", "process", "launch", "--device", "00008140-001A2B3C4D5E6F70"]);
-        assert_eq!(v.last().map(String::as_str), Some("a b.json"));
-        assert!(v.contains(&"--json-output".to_string()));
+    fn arguments_stay_separate_and_the_apps_come_last() {
+        let d = Devicectl::new("6A1F0C2E-3B7D-4E59-8C21-9F0B3D2A7E41");
+        let v = d.launch("dev.pocketbench.probe", &["--spec", "Documents/pocketbench/a b.json"]);
+        let s: Vec<&str> = v.iter().map(|a| a.to_str().unwrap()).collect();
         assert_eq!(
-            Devicectl::list_devices(Path::new("x.json")),
-            ["devicectl", "list", "devices", "--json-output", "x.json"]
+            s,
+            [
+                "device",
+                "process",
+                "launch",
+                "--device",
+                "6A1F0C2E-3B7D-4E59-8C21-9F0B3D2A7E41",
+                "--terminate-existing",
+                "--console",
+                "dev.pocketbench.probe",
+                "--spec",
+                "Documents/pocketbench/a b.json"
+            ]
         );
+        let c = d.copy_from("b", Path::new("Documents/pocketbench/result.json"), Path::new("/tmp/x/result.json"));
+        assert_eq!(c[..5], words(&["device", "copy", "from", "--device", "6A1F0C2E-3B7D-4E59-8C21-9F0B3D2A7E41"])[..]);
+        assert!(c.windows(2).any(|w| w[0] == "--domain-type" && w[1] == "appDataContainer"));
+        assert_eq!(d.terminate(1802)[5..], words(&["--pid", "1802"])[..]);
     }
 }
