@@ -45,10 +45,12 @@ pub struct EnergyFigures {
 }
 
 impl EnergyFigures {
-    /// The figures of `reps` (each with its gross reading) and `idle`.
+    /// The figures of `reps` (each with its gross reading) and `idle`; a
+    /// retaken repetition (contended or drifted) is no run of the figures.
     pub fn of(reps: &[Rep], idle: Option<&EnergyReading>) -> EnergyFigures {
-        let runs: Vec<&EnergyReading> = reps.iter().filter_map(|r| r.energy.as_ref()).collect();
-        if runs.is_empty() || runs.len() != reps.len() {
+        let kept: Vec<&Rep> = reps.iter().filter(|r| !r.retaken).collect();
+        let runs: Vec<&EnergyReading> = kept.iter().filter_map(|r| r.energy.as_ref()).collect();
+        if runs.is_empty() || runs.len() != kept.len() {
             return EnergyFigures::default();
         }
         let idle_w = idle.filter(|i| i.seconds > 0.0).map(|i| i.joules / i.seconds);
@@ -183,6 +185,10 @@ mod tests {
         assert_eq!(gross.energy_j_per_run, Some(10.0));
         assert!(gross.describe().unwrap().starts_with("gross"));
         assert_eq!(EnergyFigures::of(&[rep(None)], None), EnergyFigures::default());
+        // A retaken repetition (contended, drifted) is no run of the figures.
+        let busy = Rep { retaken: true, ..rep(Some(reading(100.0, 2.0))) };
+        let f = EnergyFigures::of(&[busy.clone(), rep(Some(reading(10.0, 2.0))), busy], None);
+        assert_eq!(f.energy_gross_j_per_run, Some(10.0));
     }
 
     /// A meter that reads 1 W idle and then fails on the `fail_at`-th stop.

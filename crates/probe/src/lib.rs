@@ -183,7 +183,9 @@ fn measure_engine(
 
 /// How the thermal readings were taken, where there were any.
 fn thermal_method(spec: &ProbeSpec, reps: &[Rep]) -> Option<String> {
-    let hot = reps.iter().filter(|r| r.thermal.as_ref().is_some_and(|t| t.hot)).count();
+    // Of the repetitions the figures summarize: a retaken one (contended or
+    // drifted) is kept in the result but counts toward no figure.
+    let hot = reps.iter().filter(|r| !r.retaken && r.thermal.as_ref().is_some_and(|t| t.hot)).count();
     reps.iter().find_map(|r| r.thermal.as_ref()).map(|t| match spec.cooling {
         Some(c) => format!(
             "hottest of the thermal zones at the start and end of each repetition ({}); cooled to {} C (at most {} s) \
