@@ -289,7 +289,9 @@ pub(crate) fn measure(
     // The peak is read before any reload: a second model in the process, or
     // the allocator's reuse of a freed one, is not what an app pays.
     let peak = crate::meter::usage().map_or(0, |u| u.peak).max(sampled_peak);
-    for rep in reps.iter_mut().skip(1) {
+    // One timed reload for each summarized repetition after the first; a
+    // retaken one keeps the first load's time (it is no figure's sample).
+    for rep in reps.iter_mut().filter(|r| !r.retaken).skip(1) {
         rep.load_s = Some(reload()?);
     }
     let sampling = Sampling {
