@@ -19,13 +19,29 @@ fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The static library cargo built beside this test (target/<profile>/).
+/// The static library, built now into the target folder this test runs
+/// from (target/<profile>/): `cargo test` builds only the rlib its tests
+/// link, not the staticlib an app links.
 fn archive() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let a = profile_dir.join("libpocketbench_probe_ffi.a");
-    assert!(a.is_file(), "{} was not built", a.display());
-    a
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let profile_dir = exe.parent().unwrap().parent().unwrap();
+            let target_dir = profile_dir.parent().unwrap();
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut c = Command::new(cargo);
+            c.args(["build", "-p", "pocketbench-probe-ffi", "--lib", "--target-dir"]).arg(target_dir);
+            if profile_dir.file_name().is_some_and(|n| n == "release") {
+                c.arg("--release");
+            }
+            let status = c.status().unwrap();
+            assert!(status.success(), "building the static library: {c:?}");
+            let a = profile_dir.join("libpocketbench_probe_ffi.a");
+            assert!(a.is_file(), "{} was not built", a.display());
+            a
+        })
+        .clone()
 }
 
 /// Compile `source` (under tests/c/) against the archive into `dir`.
