@@ -159,7 +159,11 @@ fn comparison_report(dir: &Path) -> PathBuf {
             .unwrap();
         assert!(st.success());
     }
-    let st = pb().arg("report").arg(&candidate).arg("--baseline").arg(&baseline).status().unwrap();
+    // The sides run while other tests load the machine: one may keep a
+    // contended repetition the other has not, which the gate would refuse
+    // to compare; this test is about the view, so it compares them anyway.
+    let st =
+        pb().arg("report").arg(&candidate).arg("--baseline").arg(&baseline).arg("--allow-contended").status().unwrap();
     assert!(st.success());
     candidate.join("report.html")
 }
@@ -174,7 +178,7 @@ fn the_comparison_view_renders_in_headless_chromium() {
     let start = html.find("id=\"comparison\"").expect("the comparison view");
     let table = &html[start..html[start..].find("</table>").map_or(html.len(), |e| start + e)];
     assert_eq!(table.matches("<tr>").count(), 1 + 4, "a header and one row per metric");
-    assert!(table.contains("gate: FAIL"), "1 thread against 2 regresses");
+    assert!(table.contains("gate: FAIL"), "1 thread against 2 regresses: {table}");
     assert!(table.contains("regression: decode_tok_s"));
     assert!(table.matches("<svg class=\"ci\"").count() >= 2, "interval bars for decode and prefill");
 }

@@ -80,6 +80,10 @@ pub struct ReportArgs {
     /// the comparison view to report.html (and the verdict to results.json), with the gate's default settings.
     #[arg(long, value_name = "B")]
     pub baseline: Option<PathBuf>,
+    /// With --baseline: compare a side measured on a busy machine with a clean one (as `gate
+    /// --allow-contended`); refused by default.
+    #[arg(long, requires = "baseline")]
+    pub allow_contended: bool,
 }
 
 /// Arguments of `merge`.
@@ -188,7 +192,11 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
         let baseline = pocketbench::report::source::load(b).context("reading the baseline")?;
         let this = pocketbench::report::source::of_store(&store, &db.display().to_string())
             .context("reading this sweep's store")?;
-        let v = pocketbench::gate::evaluate(&baseline, &this, &pocketbench::gate::Settings::default());
+        let settings = pocketbench::gate::Settings {
+            allow_contended: a.allow_contended,
+            ..pocketbench::gate::Settings::default()
+        };
+        let v = pocketbench::gate::evaluate(&baseline, &this, &settings);
         eprintln!("compared with {}: gate {:?}, {} comparison(s)", b.display(), v.outcome, v.counts.comparisons);
         data.comparison = Some(Box::new(v));
     }
