@@ -112,8 +112,7 @@ impl Series {
         let eff: Vec<f64> = self.processes.iter().filter_map(|p| p.efficiency).collect();
         self.cv_efficiency = (eff.len() == self.processes.len()).then(|| cv(&eff)).flatten();
         let bw: Vec<f64> = self.processes.iter().filter_map(|p| p.bandwidth_gb_s).flatten().collect();
-        self.bandwidth_gb_s = (!bw.is_empty())
-            .then(|| [bw.iter().copied().fold(f64::INFINITY, f64::min), bw.iter().copied().fold(0.0, f64::max)]);
+        self.bandwidth_gb_s = crate::trust::range(&bw);
         let every: Vec<(f64, f64)> = self.processes.iter().flat_map(|p| p.all.iter().copied()).collect();
         self.bandwidth_fit = BandwidthFit::of(&every);
         if let Some(f) = self.bandwidth_fit {

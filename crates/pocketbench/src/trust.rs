@@ -114,7 +114,13 @@ pub fn efficiency(probe: &ProbeResult) -> Result<Option<Summary>, SampleError> {
 /// repetition, retaken ones included (they saw the machine too), GB/s.
 pub fn moment_bandwidth(probe: &ProbeResult) -> Option<[f64; 2]> {
     let v: Vec<f64> = probe.reps.iter().filter_map(|r| r.drift).flat_map(|d| [d.before_gb_s, d.after_gb_s]).collect();
-    (!v.is_empty()).then(|| [v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(0.0, f64::max)])
+    range(&v)
+}
+
+/// The lowest and highest of `v`; `None` when it is empty.
+pub fn range(v: &[f64]) -> Option<[f64; 2]> {
+    (!v.is_empty())
+        .then(|| [v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max)])
 }
 
 /// How decode time follows the same-moment bandwidth, fitted over many
@@ -210,13 +216,14 @@ impl BandwidthFit {
         let n = all.len() as f64;
         let (mx, my) = (all.iter().map(|p| p.0).sum::<f64>() / n, all.iter().map(|p| p.1).sum::<f64>() / n);
         let bws: Vec<f64> = all.iter().map(|(x, _)| 1.0 / x).collect();
+        let range_gb_s = range(&bws)?;
         Some(BandwidthFit {
             fixed_ms: (my - b * mx) * 1e3,
             bound_mb: b * 1e3,
             r,
             points: all.len(),
             reference_gb_s: crate::stats::median(&bws),
-            range_gb_s: [bws.iter().copied().fold(f64::INFINITY, f64::min), bws.iter().copied().fold(0.0, f64::max)],
+            range_gb_s,
         })
     }
 

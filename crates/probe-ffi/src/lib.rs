@@ -104,20 +104,11 @@ fn check_fits(spec: &ProbeSpec, available: Option<u64>) -> Result<(), Failure> {
 }
 
 /// Memory the process may still take: the app's limit where the platform
-/// keeps one, else the machine's available memory.
+/// keeps one, else the machine's available memory as the probe's host facts
+/// read it (sysinfo).
 fn available_memory() -> Option<u64> {
-    pocketbench_probe::meter::footprint::available().or_else(|| {
-        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-        let kb: u64 = text
-            .lines()
-            .find_map(|l| l.strip_prefix("MemAvailable:"))?
-            .trim()
-            .strip_suffix("kB")?
-            .trim()
-            .parse()
-            .ok()?;
-        Some(kb * 1024)
-    })
+    pocketbench_probe::meter::footprint::available()
+        .or_else(|| Some(pocketbench_probe::HostFacts::collect().available_bytes).filter(|b| *b > 0))
 }
 
 /// Run the probe on `text` (a spec's JSON): the result JSON, or the

@@ -52,14 +52,14 @@ impl Drift {
     /// token reads and the rule's largest relative move (none: never
     /// drifted).
     pub fn new(before: f64, after: f64, decode_tok_s: f64, bytes: u64, max_drift: Option<f64>) -> Drift {
-        let mean = (before + after) / 2.0;
-        let moved = (after - before).abs() / mean;
-        Drift {
+        let mut d = Drift {
             before_gb_s: before / 1e9,
             after_gb_s: after / 1e9,
-            efficiency: decode_tok_s * bytes as f64 / mean,
-            drifted: max_drift.is_some_and(|m| moved > m),
-        }
+            efficiency: decode_tok_s * bytes as f64 / ((before + after) / 2.0),
+            drifted: false,
+        };
+        d.drifted = max_drift.is_some_and(|m| d.moved() > m);
+        d
     }
 
     /// How far the bandwidth moved between the passes, over their mean.
