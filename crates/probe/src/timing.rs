@@ -318,7 +318,7 @@ mod tests {
     use super::*;
 
     /// An engine whose decode speed is drawn from a noisy source: each step
-    /// sleeps a base time times a factor that `noise` draws.
+    /// spins a base time times a factor that `noise` draws.
     struct Noisy {
         base_us: u64,
         rng: rand::rngs::StdRng,
@@ -332,7 +332,14 @@ mod tests {
         fn step(&mut self, tokens: &[u32], _: usize) -> Result<u32, EngineError> {
             use rand::Rng;
             let f = 1.0 + self.spread * (self.rng.random::<f64>() - 0.5);
-            std::thread::sleep(std::time::Duration::from_micros((self.base_us as f64 * f) as u64));
+            // Spun, not slept: a sleep's wake-up lands tens of microseconds
+            // late by the scheduler's whim, which made the "quiet" source
+            // noisy enough under a loaded machine to miss ±2% in 12
+            // repetitions.
+            let until = std::time::Instant::now() + std::time::Duration::from_micros((self.base_us as f64 * f) as u64);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
             Ok(tokens[tokens.len() - 1].wrapping_mul(31).wrapping_add(7) % 1000)
         }
     }
