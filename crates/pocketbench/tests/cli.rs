@@ -123,7 +123,7 @@ fn a_space_of_impossible_shapes_says_why() {
 #[test]
 fn unknown_device_lists_known_ones() {
     pb().arg("sweep").arg(fixture("unknown-device.toml")).assert().code(2).stderr(predicate::str::contains(
-        "unknown device `pixel-99` (known: android-any, host, host-llama, ipad-pro-m5",
+        "unknown device `pixel-99` (known: android-any, host, host-llama, ios-any, ipad-pro-m5",
     ));
 }
 

@@ -150,11 +150,12 @@ fn run_refuses_bad_settings_and_unreachable_devices() {
     pb(d.path())
         .arg("run")
         .args(TINY)
-        // A job that validates (the input is checked first), on a device without a runner.
+        // A job that validates (the input is checked first), on a named
+        // device whose profile cannot say which one it is.
         .args(["--device", "iphone-18-pro", "--prompt", "16", "--gen", "8"])
         .assert()
-        .code(3)
-        .stderr(predicate::str::contains("that runner is not built yet"));
+        .code(2)
+        .stderr(predicate::str::contains("names no iPhone or iPad: set `udid`"));
     pb(d.path())
         .arg("run")
         .args(TINY)

@@ -268,6 +268,53 @@ pub struct Process {
     pub executable: Option<String>,
 }
 
+/// `result` of `device info processes`: what runs on the device.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Processes {
+    /// Every running process.
+    pub running_processes: Vec<Process>,
+}
+
+impl Processes {
+    /// The pids of the processes whose executable is `name` (the last
+    /// component of its percent-encoded file URL, as a bundle's executable
+    /// is named: `.../PocketbenchProbe.app/PocketbenchProbe`).
+    pub fn named(&self, name: &str) -> Vec<u32> {
+        self.running_processes
+            .iter()
+            .filter(|p| {
+                p.executable.as_deref().is_some_and(|e| {
+                    let last = e.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+                    percent_decoded(last) == name
+                })
+            })
+            .map(|p| p.process_identifier)
+            .collect()
+    }
+}
+
+/// `s` with its `%XX` escapes decoded (a file URL's path component).
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Read one `--json-output` file of a command (`what`, for messages): its
 /// `result`, or the failure it reports, classified.
 pub fn parse<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T, DevicectlError> {

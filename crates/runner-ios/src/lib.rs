@@ -1,9 +1,9 @@
 //! iOS device protocol for pocketbench: builds `xcrun devicectl` invocations.
 //!
-//! This crate speaks devicectl, not sweeps. The runner that installs the
-//! probe app, launches it and copies results back arrives with the
-//! device-runner issue. Every devicectl call asks for `--json-output FILE`,
-//! the tool's machine-readable result, rather than parsing its human output.
+//! This crate speaks devicectl, not sweeps: pocketbench's iOS runner
+//! (`pocketbench::runner::ios`) drives these calls per job. Every devicectl
+//! call asks for `--json-output FILE`, the tool's machine-readable result,
+//! rather than parsing its human output.
 //!
 //! Nothing in this crate has run against a real iPhone or iPad yet: its
 //! parsers are tested on fixtures that follow recorded devicectl output
@@ -93,6 +93,12 @@ impl Devicectl {
         v.extend(words(&["--terminate-existing", "--console", bundle]));
         v.extend(words(args));
         v
+    }
+
+    /// `device info processes --device D`: what runs on the device, to find
+    /// the app's pid when a launch never came back.
+    pub fn processes(&self) -> Vec<OsString> {
+        self.on_device(&["device", "info", "processes"])
     }
 
     /// `device process terminate --device D --pid N` (there is no way to

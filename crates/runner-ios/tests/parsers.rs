@@ -1,7 +1,7 @@
 //! devicectl's JSON and errors, on fixtures that follow recorded output
 //! (`fixtures/devicectl/README.md` cites each).
 
-use pocketbench_runner_ios::json::{self, DeviceList, Installed, Launched};
+use pocketbench_runner_ios::json::{self, DeviceList, Installed, Launched, Processes};
 use pocketbench_runner_ios::select::choose;
 use pocketbench_runner_ios::DevicectlError;
 
@@ -77,4 +77,15 @@ fn failures_are_classified_with_their_remedy() {
     assert!(matches!(e, DevicectlError::Output { .. }), "{e}");
     let e = json::parse::<Launched>("launch", r#"{"info": {"outcome": "failed"}}"#).unwrap_err();
     assert!(e.to_string().contains("neither a result nor an error"), "{e}");
+}
+
+#[test]
+fn running_processes_parse_and_the_app_is_found_by_its_executable_name() {
+    let p: Processes = json::parse("info processes", &fixture("info-processes.json")).unwrap();
+    assert_eq!(p.running_processes.len(), 4);
+    assert_eq!(p.named("PocketbenchProbe"), [1802]);
+    // Percent-encoded names decode; a process without an executable and a
+    // name that only starts the same match nothing.
+    assert_eq!(p.named("Other App"), [1911]);
+    assert!(p.named("Pocketbench").is_empty() && p.named("backboard").is_empty());
 }

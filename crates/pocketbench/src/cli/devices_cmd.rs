@@ -2,7 +2,7 @@
 
 use clap::Args;
 use pocketbench::device::{Devices, Transport};
-use pocketbench::runner::attached::{attached, Attached};
+use pocketbench::runner::attached::{attached, attached_ios, Attached};
 use pocketbench::units::{Bandwidth, Energy};
 use serde::Serialize;
 
@@ -14,8 +14,8 @@ pub struct DevicesArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    /// Do not ask adb which phones are attached (asking starts adb's server
-    /// when none runs, as `adb devices` does).
+    /// Do not ask adb and devicectl which phones and tablets are attached
+    /// (asking starts adb's server when none runs, as `adb devices` does).
     #[arg(long)]
     pub offline: bool,
 }
@@ -37,13 +37,13 @@ struct Row {
     budget_energy_j: Option<f64>,
     reference_prompt: u32,
     reference_gen: u32,
-    /// For an adb profile: the attached phone it measures, and its model.
+    /// For an adb or iOS profile: the attached device it measures, and its model.
     #[serde(skip_serializing_if = "Option::is_none")]
     attached_serial: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     attached_model: Option<String>,
-    /// For an adb profile: why it cannot measure now (not attached, not
-    /// authorized, several phones and no serial, adb missing).
+    /// For an adb or iOS profile: why it cannot measure now (not attached,
+    /// not authorized, several devices and no serial, adb or xcrun missing).
     #[serde(skip_serializing_if = "Option::is_none")]
     attached_why_not: Option<String>,
 }
@@ -55,25 +55,34 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
             .map_err(|e| pocketbench::Error::Unavailable(e.to_string()))
             .and_then(|adb| attached(devices.all(), &adb, std::time::Duration::from_secs(15)))
     });
-    let rows = rows(devices, &attached);
+    let apple = (!a.offline).then(|| {
+        pocketbench_runner_ios::Xcrun::locate()
+            .map_err(|e| pocketbench::Error::Unavailable(e.to_string()))
+            .and_then(|x| attached_ios(devices.all(), &x, std::time::Duration::from_secs(30)))
+    });
+    let rows = rows(devices, &attached, &apple);
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(Code::Ok);
     }
     let wid = rows.iter().fold(6, |w, r| w.max(r.id.len()));
     print_table(&rows)?;
-    print_attached(&attached, wid)?;
+    print_attached("phones over adb", &attached, wid)?;
+    print_attached("iPhones and iPads over devicectl", &apple, wid)?;
     print_machine(devices)?;
     Ok(Code::Ok)
 }
 
 type Asked = Option<Result<Attached, pocketbench::Error>>;
 
-/// One row per profile, with what adb said of it where it was asked.
-fn rows(devices: &Devices, attached: &Asked) -> Vec<Row> {
-    let attachment = |id: &str| match attached {
-        Some(Ok(a)) => a.devices.iter().find(|d| d.device == id).cloned(),
-        _ => None,
+/// One row per profile, with what adb or devicectl said of it where it
+/// was asked.
+fn rows(devices: &Devices, attached: &Asked, apple: &Asked) -> Vec<Row> {
+    let attachment = |id: &str| {
+        [attached, apple].into_iter().find_map(|asked| match asked {
+            Some(Ok(a)) => a.devices.iter().find(|d| d.device == id).cloned(),
+            _ => None,
+        })
     };
     devices
         .all()
@@ -94,8 +103,10 @@ fn rows(devices: &Devices, attached: &Asked) -> Vec<Row> {
             budget_energy_j: d.budgets().energy_j,
             reference_prompt: d.reference_workload().prompt,
             reference_gen: d.reference_workload().gen,
-            attached_why_not: match (attached, &d.profile().transport) {
-                (Some(Err(e)), Transport::Adb { .. }) => Some(e.to_string()),
+            attached_why_not: match (attached, apple, &d.profile().transport) {
+                (Some(Err(e)), _, Transport::Adb { .. }) | (_, Some(Err(e)), Transport::Ios { .. }) => {
+                    Some(e.to_string())
+                }
                 _ => at.as_ref().and_then(|a| a.why_not.clone()),
             },
             attached_serial: at.as_ref().and_then(|a| a.serial.clone()),
@@ -133,11 +144,12 @@ fn print_table(rows: &[Row]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The phones adb lists, and which profile measures which (or why not).
-fn print_attached(attached: &Asked, wid: usize) -> anyhow::Result<()> {
+/// The devices a tool (adb, devicectl) lists, and which profile measures
+/// which (or why not).
+fn print_attached(what: &str, attached: &Asked, wid: usize) -> anyhow::Result<()> {
     match attached {
         None => {}
-        Some(Err(e)) => outln!("\nphones over adb: not asked ({e})"),
+        Some(Err(e)) => outln!("\n{what}: not asked ({e})"),
         Some(Ok(a)) => {
             let listed: Vec<String> = a
                 .listed
@@ -147,10 +159,7 @@ fn print_attached(attached: &Asked, wid: usize) -> anyhow::Result<()> {
                     None => format!("{serial} ({state})"),
                 })
                 .collect();
-            outln!(
-                "\nphones over adb: {}",
-                if listed.is_empty() { "none attached".to_string() } else { listed.join(", ") }
-            );
+            outln!("\n{what}: {}", if listed.is_empty() { "none attached".to_string() } else { listed.join(", ") });
             for d in &a.devices {
                 match (&d.serial, &d.why_not) {
                     (Some(serial), _) => outln!(

@@ -144,9 +144,16 @@ pub struct BudgetsToml {
     pub energy_battery_fraction: Option<Fraction>,
 }
 
-/// How a runner reaches the device (used by the runner issues).
+/// The pocketbench app's bundle id (the runner's contract with the app).
+pub const DEFAULT_BUNDLE_ID: &str = "dev.pocketbench.probe";
+
+fn default_bundle_id() -> String {
+    DEFAULT_BUNDLE_ID.into()
+}
+
+/// How a runner reaches the device.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "kebab-case", rename_all_fields = "kebab-case", deny_unknown_fields)]
 pub enum Transport {
     /// This machine.
     Local,
@@ -169,11 +176,24 @@ pub enum Transport {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         any: bool,
     },
-    /// iOS over `xcrun devicectl`.
+    /// iOS over `xcrun devicectl`: the pocketbench app (the probe through
+    /// its C ABI) launched with a spec copied into its data container.
     Ios {
-        /// Device UDID; empty means the only device.
+        /// The device's CoreDevice identifier, UDID or name; empty with
+        /// `any`: the only reachable iPhone or iPad.
         #[serde(default)]
         udid: String,
+        /// The app's bundle id.
+        #[serde(default = "default_bundle_id")]
+        bundle_id: String,
+        /// An `.app` to install before the first job (absent: the app is
+        /// already installed); `$POCKETBENCH_IOS_APP` wins over it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        app: Option<std::path::PathBuf>,
+        /// With an empty `udid`: measure whichever single device is
+        /// reachable (`ios-any`). A named device's profile needs its udid.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        any: bool,
     },
 }
 
@@ -461,4 +481,33 @@ pub struct PointToml {
     /// Threads it was measured with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Wrapper {
+        transport: Transport,
+    }
+
+    fn transport(text: &str) -> Result<Transport, toml::de::Error> {
+        toml::from_str::<Wrapper>(text).map(|w| w.transport)
+    }
+
+    #[test]
+    fn transport_keys_are_kebab_case_as_the_book_writes_them() {
+        let adb = transport("[transport]\nkind = \"adb\"\nserial = \"R5CT\"\ncpu-mask = \"f0\"\n").unwrap();
+        assert!(matches!(adb, Transport::Adb { cpu_mask: Some(ref m), .. } if m == "f0"), "{adb:?}");
+        let ios = transport("[transport]\nkind = \"ios\"\nudid = \"\"\nany = true\n").unwrap();
+        assert_eq!(
+            ios,
+            Transport::Ios { udid: String::new(), bundle_id: DEFAULT_BUNDLE_ID.into(), app: None, any: true }
+        );
+        let named = transport("[transport]\nkind = \"ios\"\nudid = \"Lab iPhone\"\nbundle-id = \"org.lab.probe\"\n");
+        assert!(matches!(named, Ok(Transport::Ios { ref bundle_id, .. }) if bundle_id == "org.lab.probe"));
+        let e = transport("[transport]\nkind = \"ios\"\nbundle_id = \"x\"\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `bundle_id`"), "{e}");
+    }
 }

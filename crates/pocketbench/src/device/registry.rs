@@ -13,6 +13,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("snapdragon-8-gen-5", include_str!("../../../../devices/snapdragon-8-gen-5.toml")),
     ("oneplus-13", include_str!("../../../../devices/oneplus-13.toml")),
     ("android-any", include_str!("../../../../devices/android-any.toml")),
+    ("ios-any", include_str!("../../../../devices/ios-any.toml")),
     ("host", include_str!("../../../../devices/host.toml")),
     ("host-llama", include_str!("../../../../devices/host-llama.toml")),
 ];

@@ -269,11 +269,12 @@ impl Runner for AndroidRunner {
     }
 }
 
-/// How long the runner waits for the probe on the phone. The probe enforces
+/// How long the runner waits for the probe on the phone (or the app on an
+/// iPhone). The probe enforces
 /// the job's own limit; this is a backstop past it, for a probe that hangs:
 /// adb's margin, but no more than the limit itself for a short job (and at
 /// least 10 s for adb).
-fn backstop(job: &Job) -> Duration {
+pub(super) fn backstop(job: &Job) -> Duration {
     job.limit() + SHORT.min(job.limit().max(Duration::from_secs(10)))
 }
 

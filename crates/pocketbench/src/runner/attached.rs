@@ -1,5 +1,7 @@
-//! Which configured phones are attached: one `adb devices -l`, matched
-//! against every profile whose transport is adb (`pocketbench devices`).
+//! Which configured phones and tablets are attached: one `adb devices -l`,
+//! matched against every profile whose transport is adb, and one `xcrun
+//! devicectl list devices`, matched against every iOS profile
+//! (`pocketbench devices`).
 
 use std::time::Duration;
 
@@ -8,25 +10,27 @@ use serde::Serialize;
 
 use crate::device::{Device, Transport};
 
-/// One adb profile against what adb lists.
+/// One adb or iOS profile against what its tool lists.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attachment {
     /// The profile's id.
     pub device: String,
-    /// The attached phone it measures, when one is attached and ready.
+    /// The attached phone it measures, when one is attached and ready (an
+    /// adb serial, a CoreDevice identifier).
     pub serial: Option<String>,
-    /// That phone's model (`adb devices -l`'s `model:`).
+    /// That phone's model (`adb devices -l`'s `model:`; devicectl's name
+    /// and marketing name).
     pub model: Option<String>,
     /// Why it cannot measure now, and what to do (absent when it can).
     pub why_not: Option<String>,
 }
 
-/// What adb lists, matched to the adb profiles.
+/// What adb (or devicectl) lists, matched to its profiles.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attached {
     /// Each adb profile, in the registry's order.
     pub devices: Vec<Attachment>,
-    /// Every phone adb lists: serial, state and model.
+    /// Every phone the tool lists: serial (identifier), state and model.
     pub listed: Vec<(String, String, Option<String>)>,
 }
 
@@ -61,4 +65,54 @@ pub fn attached(devices: &[Device], adb: &Adb, timeout: Duration) -> Result<Atta
         .collect();
     let listed = listed.into_iter().map(|l| (l.serial, l.state.name().to_string(), l.model)).collect();
     Ok(Attached { devices, listed })
+}
+
+/// Ask `xcrun devicectl` (one `list devices`, within `timeout`) which of
+/// `devices`' iOS profiles have their iPhone or iPad reachable.
+pub fn attached_ios(
+    devices: &[Device],
+    xcrun: &pocketbench_runner_ios::Xcrun,
+    timeout: Duration,
+) -> Result<Attached, crate::Error> {
+    use pocketbench_runner_ios::{json::DeviceList, select, Devicectl};
+    let list: DeviceList = xcrun
+        .call("list devices", &Devicectl::list_devices(), timeout)
+        .map_err(|e| crate::Error::Unavailable(e.to_string()))?;
+    let model = |d: &pocketbench_runner_ios::json::Device| {
+        let h = &d.hardware_properties;
+        Some(match h.marketing_name.as_deref().or(h.product_type.as_deref()) {
+            Some(m) if m != d.name() => format!("{}, {m}", d.name()),
+            _ => d.name().to_string(),
+        })
+    };
+    let rows = devices
+        .iter()
+        .filter_map(|d| match &d.profile().transport {
+            Transport::Ios { udid, any, .. } => Some((d, udid, *any)),
+            _ => None,
+        })
+        .map(|(d, udid, any)| {
+            let chosen = if udid.is_empty() && !any {
+                Err("no udid set: put the device's identifier, UDID or name in its [transport] udid".to_string())
+            } else {
+                select::choose(&list.devices, Some(udid)).map_err(|e| e.to_string())
+            };
+            match chosen {
+                Ok(l) => Attachment {
+                    device: d.id().to_string(),
+                    serial: Some(l.identifier.clone()),
+                    model: model(l),
+                    why_not: None,
+                },
+                Err(why) => Attachment { device: d.id().to_string(), serial: None, model: None, why_not: Some(why) },
+            }
+        })
+        .collect();
+    let listed = list
+        .devices
+        .iter()
+        .filter(|d| d.is_ios_hardware())
+        .map(|d| (d.identifier.clone(), d.connection_properties.tunnel_state.clone().unwrap_or_default(), model(d)))
+        .collect();
+    Ok(Attached { devices: rows, listed })
 }

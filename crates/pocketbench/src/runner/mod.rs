@@ -1,16 +1,19 @@
 //! Runners: how a configuration gets measured on a device. One small trait;
 //! the host runner spawns the probe as a child process; the Android runner
 //! pushes it to a phone and runs it over adb (`pocketbench-runner-android`);
-//! the iOS runner (later) drives `devicectl` through its own crate.
+//! the iOS runner launches the pocketbench app on an iPhone or iPad over
+//! `xcrun devicectl` (`pocketbench-runner-ios`).
 
 pub mod android;
 pub mod attached;
 mod host;
+pub mod ios;
 mod job;
 pub use crate::probe::thermal;
 
 pub use android::AndroidRunner;
 pub use host::HostRunner;
+pub use ios::IosRunner;
 pub use job::{JobError, JobSettings};
 
 use std::path::Path;
@@ -27,7 +30,8 @@ use crate::Error;
 /// The runner that measures `device`, chosen by its transport: this
 /// machine runs the probe as a child process of this same executable (which
 /// must be `pocketbench`, whose `probe` subcommand it starts); an adb
-/// profile pushes the static probe to its phone. A device with no runner in
+/// profile pushes the static probe to its phone; an iOS profile launches the
+/// app over devicectl. A device with no runner in
 /// this build, or a profile that cannot reach its device as written, is an
 /// error that says what to do.
 pub fn for_device(device: &Device) -> Result<Box<dyn Runner>, Error> {
@@ -41,9 +45,7 @@ pub fn for_device_with(device: &Device, probe: Option<&Path>) -> Result<Box<dyn 
     match (&device.profile().transport, probe) {
         (Transport::Local, exe) => {
             let exe = match exe {
-                Some(p) if !p.is_file() => {
-                    return Err(Error::usage(format!("{}: no such probe binary", p.display())))
-                }
+                Some(p) if !p.is_file() => return Err(Error::usage(format!("{}: no such probe binary", p.display()))),
                 Some(p) => p.to_path_buf(),
                 None => std::env::current_exe().map_err(|e| Error::io(Path::new("the running executable"), e))?,
             };
@@ -60,15 +62,22 @@ pub fn for_device_with(device: &Device, probe: Option<&Path>) -> Result<Box<dyn 
                     device.id()
                 )));
             }
-            let adb =
-                pocketbench_runner_android::Adb::found(serial.clone()).map_err(|e| Error::Unavailable(e.to_string()))?;
+            let adb = pocketbench_runner_android::Adb::found(serial.clone())
+                .map_err(|e| Error::Unavailable(e.to_string()))?;
             let probe = android::probe_path(probe.as_deref())?;
             Ok(Box::new(AndroidRunner::new(device.id(), adb, probe, cpu_mask.clone(), crate::probe::cache_dir())))
         }
-        (other, None) => Err(Error::Unavailable(format!(
-            "device `{}` is reached over {other:?}; that runner is not built yet (this version measures local and Android devices)",
-            device.id(),
-        ))),
+        (Transport::Ios { udid, bundle_id, app, any }, None) => {
+            if udid.is_empty() && !any {
+                return Err(Error::usage(format!(
+                    "device `{}` names no iPhone or iPad: set `udid` in its profile's [transport] (its identifier, UDID or name; `pocketbench devices` lists the reachable ones), or measure whichever one is attached with `--device ios-any`",
+                    device.id()
+                )));
+            }
+            let xcrun = pocketbench_runner_ios::Xcrun::locate().map_err(|e| Error::Unavailable(e.to_string()))?;
+            let app = ios::app_path(app.as_deref())?;
+            Ok(Box::new(IosRunner::new(device.id(), xcrun, udid.clone(), bundle_id.clone(), app)))
+        }
     }
 }
 
