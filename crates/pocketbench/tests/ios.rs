@@ -175,6 +175,24 @@ fn each_devicectl_failure_reaches_the_user_as_a_clear_error() {
 }
 
 #[test]
+fn an_error_the_app_prints_is_the_failure_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let probe = d.path().join("failing-probe");
+    std::fs::write(
+        &probe,
+        "#!/bin/sh\necho 'spec.shape: the model needs 900 MB, the app may allocate 600 MB' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&probe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, stderr, _) = run_failing("", "ios-any", &[], &[("XCRUN_STANDIN_PROBE", probe.to_str().unwrap())]);
+    assert_ne!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the app's probe failed: spec.shape: the model needs 900 MB, the app may allocate 600 MB"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_hung_app_is_timed_out_and_terminated_by_its_pid() {
     let (code, stderr, calls) = run_failing("hang", "ios-any", &["--timeout", "2"], &[]);
     assert_ne!(code, Some(0), "{stderr}");

@@ -202,7 +202,7 @@ impl Runner for IosRunner {
                 r.device_props.extend(props);
                 Ok(r)
             }
-            Console::Failed(message) => Err(Failure::Crashed { code: 1, stderr: message }),
+            Console::Failed(message) => Err(Failure::AppError { message }),
             Console::Died(text) => Err(died(&text)),
         }
     }
@@ -221,7 +221,7 @@ fn died(text: &str) -> Failure {
                 .into(),
         },
         Some(s) => Failure::Killed { signal: s, hint: String::new() },
-        None => Failure::Crashed { code: -1, stderr: text.to_string() },
+        None => Failure::AppError { message: text.to_string() },
     }
 }
 
@@ -233,6 +233,6 @@ mod tests {
     fn a_signal_nine_is_jetsam_and_a_silent_end_a_crash() {
         assert!(matches!(died("App terminated due to signal 9."), Failure::Killed { signal: 9, .. }));
         assert!(matches!(died("App terminated due to signal 11."), Failure::Killed { signal: 11, .. }));
-        assert!(matches!(died("the app's console ended without"), Failure::Crashed { .. }));
+        assert!(matches!(died("the app's console ended without"), Failure::AppError { .. }));
     }
 }

@@ -194,6 +194,13 @@ pub enum Failure {
         /// Last lines of its stderr.
         stderr: String,
     },
+    /// The probe ran in an app (iOS) and reported its own error, with no
+    /// exit code to give.
+    #[error("the app's probe failed: {message}")]
+    AppError {
+        /// What the app printed after `[pocketbench] error: `.
+        message: String,
+    },
     /// The probe's output was not a result.
     #[error("probe output unreadable: {reason}")]
     BadOutput {
