@@ -34,6 +34,7 @@ fn measure_64_16(
         cooling: None,
         auto: None,
         pin: false,
+        bandwidth_pass: true,
         contention: None,
     };
     r.measure(&job).unwrap()

@@ -126,18 +126,24 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
     // The engine named by the build measured, and the KV cost fitted.
     assert!(text.contains("name = \"native (pocketbench native engine source "), "{text}");
     assert!(text.contains("\"kv-cost\", \"prefill-attention-cost\"]"), "{text}");
+    // The calibration's judgement of the machine's noise, with what it saw.
+    assert!(text.contains("[model.noise]") && text.contains("split-half: "), "{text}");
     assert_eq!(std::fs::read(root().join("devices/host.toml")).unwrap(), repo_profile);
     pb(d.path())
         .arg("devices")
         .assert()
         .success()
         .stdout(predicate::str::is_match(r"\nhost .* calibrated \(10 points\)\n").unwrap());
-    pb(d.path())
+    let out = pb(d.path())
         .args(["predict", "--hidden", "128", "--layers", "2", "--head-dim", "32", "--kv-heads", "2"])
         .args(["--ffn", "256", "--vocab", "512", "--context", "256", "--device", "host", "--prompt", "1", "--gen", "8"])
         .assert()
-        .success()
-        .stdout(predicate::str::contains(format!("from {}, calibrated (10 points)\n", profile.display())));
+        .success();
+    // A tiny design on a shared VM may well be judged noisy: either verdict
+    // is fine here, as long as a noisy one is said.
+    let out = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    let label = format!("from {}, calibrated (10 points)", profile.display());
+    assert!(out.contains(&format!("{label}\n")) || out.contains(&format!("{label}, NOISY (split-half: ")), "{out}");
     // A finished calibration leaves no cache: the next one measures afresh.
     assert!(!d.path().join("data/calibrations").join(&fp).join("host.jsonl").exists());
     // A measurement at another thread count says it is outside the calibration.

@@ -30,6 +30,7 @@ fn llama_cpp_runs_the_exported_model() {
         cooling: None,
         auto: None,
         pin: false,
+        bandwidth_pass: true,
         contention: None,
     };
     let p = runner.measure(&job).unwrap();

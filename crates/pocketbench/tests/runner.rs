@@ -27,6 +27,7 @@ fn job(timeout: Duration) -> Job {
         cooling: None,
         auto: None,
         pin: false,
+        bandwidth_pass: true,
         contention: None,
     }
 }

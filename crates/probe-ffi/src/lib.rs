@@ -272,6 +272,7 @@ mod tests {
             contention: None,
             auto: None,
             pin: false,
+            bandwidth_pass: true,
         };
         let f = check_fits(&spec, Some(500 << 20)).unwrap_err();
         assert_eq!(f.field, "spec.shape");

@@ -88,6 +88,7 @@ fn spec(dir: &Path, gen: u32) -> ProbeSpec {
         contention: None,
         auto: None,
         pin: false,
+        bandwidth_pass: true,
     }
 }
 

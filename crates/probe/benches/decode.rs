@@ -80,6 +80,7 @@ fn bench(c: &mut Criterion) {
                 contention: None,
                 auto: None,
                 pin: false,
+                bandwidth_pass: true,
             };
             pocketbench_probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
         }

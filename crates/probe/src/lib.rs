@@ -105,7 +105,7 @@ pub fn run(
         covariates.huge_page_share = covariates.anon_huge_bytes.map(|a| (a as f64 / bytes.max(1) as f64).min(1.0));
     }
     // After the peak was read (inside `measure`), so the buffer is not counted.
-    let read_bandwidth = ProbeBandwidth::measure(spec.threads);
+    let read_bandwidth = spec.bandwidth_pass.then(|| ProbeBandwidth::measure(spec.threads));
     // Read before `finish`: a meter lost mid-way is already gone, and says why.
     let energy_method = energy.method();
     let (figures, energy_not_measured) = energy.finish(&mut reps);
@@ -126,7 +126,7 @@ pub fn run(
         model_file_bytes: std::fs::metadata(&spec.model).map_or(0, |m| m.len()),
         energy_not_measured,
         energy: figures,
-        read_bandwidth: Some(read_bandwidth),
+        read_bandwidth,
         host: HostFacts::collect(),
         // What an app may still allocate before its limit (iOS).
         device_props: meter::footprint::available()

@@ -72,6 +72,21 @@ pub struct ProbeSpec {
     /// Pin the engine's threads one to a CPU.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pin: bool,
+    /// Read the machine's bandwidth over a fresh 256 MiB buffer after the
+    /// repetitions (the result's `read_bandwidth`). A calibration turns it
+    /// off: each repetition's drift passes already read the weights'
+    /// bandwidth, and on the shared VMs this pass cost up to 1.5 s a
+    /// process (faulting in memory the model had just freed).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub bandwidth_pass: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// One repetition.
@@ -331,6 +346,7 @@ mod tests {
             contention: None,
             auto: None,
             pin: false,
+            bandwidth_pass: true,
         };
         let mut v = serde_json::to_value(&spec).unwrap();
         match schema {

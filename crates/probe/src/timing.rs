@@ -360,6 +360,7 @@ mod tests {
             contention: None,
             auto,
             pin: false,
+            bandwidth_pass: true,
         }
     }
 

@@ -16,12 +16,14 @@ mod check;
 pub mod design;
 mod drift;
 pub mod host;
+pub mod noise;
 mod residuals;
 pub mod session;
 mod write;
 
 pub use check::{check, Checked};
 pub use drift::{summarize as summarize_drift, Drift, DriftSummary};
+pub use noise::{Noise, Verdict};
 pub use residuals::{accuracy, repeatability, residuals, Accuracy, Repeatability, Residual};
 pub use write::{
     display_param, fitted_text, point_from_record, with_points, with_points_added, write_atomic, write_back,
@@ -192,10 +194,18 @@ pub fn calibrate(device: &Device) -> Result<Calibration, CalibrationError> {
     })
 }
 
+/// `m` at the bandwidth `pt` was measured at, where it carries one: a
+/// point is fitted and checked against the machine of its own moment.
+pub fn at_moment(pt: &CalPoint, m: &DeviceModel) -> DeviceModel {
+    DeviceModel { bandwidth: pt.bandwidth.unwrap_or(m.bandwidth), ..*m }
+}
+
 /// decode: t_step = transfer / eb (or / e_cache within the cache size)
 /// + scores·ca + kv·ck + L·cl + c0.
+///
+/// The transfer is at the point's own same-moment bandwidth where it has one.
 fn decode_obs(pt: &CalPoint, m: &DeviceModel) -> Option<Obs> {
-    let t = decode_terms(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
+    let t = decode_terms(&pt.shape, &pt.shape.accounting(), &at_moment(pt, m), &pt.workload);
     let (memory, cache) = (t.transfer_s * (1.0 - t.cache_share), t.transfer_s * t.cache_share);
     Some(Obs {
         coef: vec![memory, cache, t.attention_scores, t.kv_bytes, t.layers, 1.0],
@@ -209,7 +219,7 @@ fn decode_obs(pt: &CalPoint, m: &DeviceModel) -> Option<Obs> {
 /// their transfer time, every chunk its fixed cost. The branches depend on
 /// the efficiency, so the stage is refitted until they settle.
 fn prefill_obs(pt: &CalPoint, m: &DeviceModel) -> Option<Obs> {
-    let t = prefill_time(&pt.shape, &pt.shape.accounting(), m, pt.workload.prompt);
+    let t = prefill_time(&pt.shape, &pt.shape.accounting(), &at_moment(pt, m), pt.workload.prompt);
     Some(Obs {
         coef: vec![t.compute_bound_flops / m.compute, t.compute_bound_attention_flops],
         offset: t.memory_bound_s + t.fixed_s,
@@ -229,7 +239,7 @@ fn memory_obs(pt: &CalPoint, m: &DeviceModel) -> Option<Obs> {
 
 /// energy: P_active x the run time the fitted speed model predicts.
 fn energy_obs(pt: &CalPoint, m: &DeviceModel) -> Option<Obs> {
-    let p = predict(&pt.shape, &pt.shape.accounting(), m, &pt.workload);
+    let p = predict(&pt.shape, &pt.shape.accounting(), &at_moment(pt, m), &pt.workload);
     Some(Obs { coef: vec![p.prefill_s + p.decode_s], offset: 0.0, target: pt.energy_j? })
 }
 

@@ -33,11 +33,12 @@ pub struct Residual {
     pub holdout: bool,
 }
 
-/// Residuals of every point's figures under `model`.
+/// Residuals of every point's figures under `model`, each point predicted
+/// at the bandwidth it was measured at where it carries one.
 pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
     let mut out = Vec::new();
     for pt in device.points() {
-        let p = predict(&pt.shape, &pt.shape.accounting(), model, &pt.workload);
+        let p = predict(&pt.shape, &pt.shape.accounting(), &super::at_moment(pt, model), &pt.workload);
         let figures: [(&'static str, &'static str, Option<f64>, f64, f64); 5] = [
             ("decode", "tok/s", pt.decode_tok_s, p.decode_tok_s, 1.0),
             ("prefill", "tok/s", pt.prefill_tok_s, p.prefill_tok_s, 1.0),
@@ -112,13 +113,20 @@ pub struct Repeatability {
     pub median_spread: f64,
     /// Largest (fastest - slowest) / fastest.
     pub worst_spread: f64,
-    /// Of them, jobs whose fastest odd round and fastest even round lie
-    /// within the tolerance of each other
-    /// ([`super::session::halves`]): the share of its own jobs the machine
-    /// reproduces within the tolerance from half the rounds, a ceiling a
-    /// check of as many rounds is unlikely to beat.
+    /// Of them, jobs whose two halves (the fastest median of its odd
+    /// rounds and of its even rounds, [`super::session::halves`]: with two
+    /// rounds, two processes minutes apart) lie within
+    /// [`Repeatability::split_half_tolerance`] of each other: the share of
+    /// its own jobs the machine reproduces, a ceiling any check of as many
+    /// rounds is unlikely to beat.
     pub halves_agree: usize,
+    /// The split-half tolerance ([`SPLIT_HALF_TOLERANCE`]).
+    pub split_half_tolerance: f64,
 }
+
+/// Two halves of a point's measurement agreeing within this fraction count
+/// as repeatable (issue 41: 5% for at least 90% of the points).
+pub const SPLIT_HALF_TOLERANCE: f64 = 0.05;
 
 /// The [`Repeatability`] of `spreads` and `halves` (the same jobs'
 /// [`super::session::Measured`] figures) against `tolerance`; `None` with no
@@ -130,6 +138,7 @@ pub fn repeatability(spreads: &[f64], halves: &[f64], tolerance: f64) -> Option<
         wider: spreads.iter().filter(|s| **s > tolerance).count(),
         median_spread: crate::stats::median(spreads),
         worst_spread: spreads.iter().copied().fold(0.0, f64::max),
-        halves_agree: halves.iter().filter(|h| **h <= tolerance).count(),
+        halves_agree: halves.iter().filter(|h| **h <= SPLIT_HALF_TOLERANCE).count(),
+        split_half_tolerance: SPLIT_HALF_TOLERANCE,
     })
 }

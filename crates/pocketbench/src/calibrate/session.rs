@@ -1,11 +1,13 @@
 //! Measuring a design for `calibrate --measure`: every job of the design
 //! once per round, rounds one after the other (round-robin), so that the
-//! host's drift over the calibration hits every point alike; each point's
-//! speeds are then those of its fastest round, its peak memory the median.
-//! Another process on the cores only ever slows a run, so on a shared host
-//! the fastest of a few rounds is the figure that repeats: on the Zen 5 VM
-//! one shape decoded at 284 tok/s in one check round and 400 in another
-//! the same hour, the same binary.
+//! host's drift over the calibration hits every point alike. Each round
+//! repeats its job to a precision ([`super::host::JOB_PRECISION`]), with
+//! contended and drifted repetitions retaken; a point's speeds are the
+//! median of every round's summarized repetitions, its bandwidth the median
+//! of their same-moment passes, its noise how far its rounds' medians lay
+//! apart. (Until 2026-12-06 a point was the fastest of single-repetition
+//! rounds: on the Zen 4 VM its rounds lay a median 10% apart and up to 67%,
+//! which no fit can follow.)
 //!
 //! Every finished measurement is appended to a cache file (one JSON line,
 //! flushed and synced) before the next starts, so a killed calibration is
@@ -50,6 +52,8 @@ pub struct Measured {
     /// fastest of their even rounds lie apart ([`halves`]), two estimates
     /// of the point made from rounds interleaved in time.
     pub decode_halves: Vec<f64>,
+    /// Points whose measurement kept contended repetitions (in any round).
+    pub contended: usize,
 }
 
 /// (fastest - slowest) / fastest of `speeds`; `None` for fewer than two.
@@ -117,7 +121,10 @@ pub fn measure(
     let mut jobs: Vec<(usize, Job)> = Vec::with_capacity(design.jobs_per_round());
     for (i, p) in design.points.iter().enumerate() {
         for w in &p.workloads {
-            jobs.push((i, settings.job(device, p.shape, *w)?));
+            // The drift passes around every repetition read the bandwidth
+            // a point is fitted against; the 256 MiB pass after them adds
+            // nothing here but seconds.
+            jobs.push((i, Job { bandwidth_pass: false, ..settings.job(device, p.shape, *w)? }));
         }
     }
     let keys: Vec<String> = jobs.iter().map(|(_, j)| key(runner, j)).collect();
@@ -129,7 +136,9 @@ pub fn measure(
         .count();
     reporter.report(&Event::RoundsPlanned { device: device.id().into(), jobs: total, cached });
     let mut file = Cache::open(cache)?;
-    let scheduler = Scheduler::new(runner, device, Policy::single_repetition(None));
+    let rule = crate::probe::window::Contention { retakes: super::host::JOB_RETAKES, ..Default::default() };
+    let scheduler =
+        Scheduler::new(runner, device, Policy { contention: Some(rule), ..Policy::single_repetition(None) });
     let proxy = ProxySettings::default();
     let mut failures: HashMap<String, String> = HashMap::new();
     let mut n = 0;
@@ -208,8 +217,13 @@ fn outcome(
     done: &HashMap<(String, u32), Record>,
     failures: &HashMap<String, String>,
 ) -> Measured {
-    let mut out =
-        Measured { points: Vec::new(), missing: Vec::new(), decode_spreads: Vec::new(), decode_halves: Vec::new() };
+    let mut out = Measured {
+        points: Vec::new(),
+        missing: Vec::new(),
+        decode_spreads: Vec::new(),
+        decode_halves: Vec::new(),
+        contended: 0,
+    };
     for ((i, job), k) in jobs.iter().zip(keys) {
         let recs: Vec<&Record> = (1..=design.rounds).filter_map(|r| done.get(&(k.clone(), r))).collect();
         if recs.is_empty() {
@@ -218,6 +232,7 @@ fn outcome(
             continue;
         }
         let speeds: Vec<f64> = recs.iter().map(|r| r.decode_tok_s).collect();
+        out.contended += usize::from(recs.iter().any(|r| r.measurement.as_ref().is_some_and(|m| m.contended)));
         out.decode_spreads.extend(spread(&speeds));
         out.decode_halves.extend(halves(&speeds));
         out.points.push(point(&design.name, &job.shape, &recs, design.points[*i].holdout));
@@ -225,21 +240,48 @@ fn outcome(
     out
 }
 
-/// One point from a (shape, workload)'s rounds: the fastest round's decode
-/// and prefill speeds (each on its own), the median peak memory.
+/// One point from a (shape, workload)'s rounds: the median over every
+/// summarized repetition of every round of decode and prefill speed (each
+/// round repeated to [`super::host::JOB_PRECISION`], contended and drifted
+/// repetitions retaken), the median peak memory, the median same-moment
+/// bandwidth of those repetitions (the weights' own passes; absent where
+/// the weights are too small to read), and how far the rounds' medians lay
+/// apart (the split-half noise).
 fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointToml {
-    use crate::units::{ByteSize, TokRate};
+    use crate::units::{Bandwidth, ByteSize, Fraction, TokRate};
     let base = recs[0];
     let mut p = super::point_from_record(base, holdout).expect("measured records");
-    let fastest = |f: fn(&Record) -> f64| recs.iter().map(|r| f(r)).fold(f64::NEG_INFINITY, f64::max);
-    p.decode = Some(TokRate(fastest(|r| r.decode_tok_s)));
-    p.prefill = (base.prompt_tokens >= MIN_PREFILL_PROMPT).then(|| TokRate(fastest(|r| r.prefill_tok_s)));
+    let kept: Vec<&crate::probe::Rep> = recs
+        .iter()
+        .filter_map(|r| r.measurement.as_ref())
+        .flat_map(|m| crate::trust::kept(&m.probe).collect::<Vec<_>>())
+        .collect();
+    let med = |f: &dyn Fn(&crate::probe::Rep) -> Option<f64>| {
+        let v: Vec<f64> = kept.iter().filter_map(|r| f(r)).filter(|x| x.is_finite()).collect();
+        (!v.is_empty()).then(|| median(&v))
+    };
+    let pooled = |f: fn(&Record) -> f64| median(&recs.iter().map(|r| f(r)).collect::<Vec<_>>());
+    p.decode = Some(TokRate(med(&|r| Some(r.decode_tok_s)).unwrap_or_else(|| pooled(|r| r.decode_tok_s))));
+    p.prefill = (base.prompt_tokens >= MIN_PREFILL_PROMPT)
+        .then(|| TokRate(med(&|r| Some(r.prefill_tok_s)).unwrap_or_else(|| pooled(|r| r.prefill_tok_s))));
     p.peak_memory = Some(ByteSize(median(&recs.iter().map(|r| r.peak_mem_increase_mb * 1e6).collect::<Vec<_>>())));
+    p.bandwidth = med(&|r| r.drift.map(|d| (d.before_gb_s + d.after_gb_s) / 2.0 * 1e9)).map(Bandwidth);
+    let speeds: Vec<f64> = recs.iter().map(|r| r.decode_tok_s).collect();
+    p.noise = halves(&speeds).map(Fraction);
     let m = base.measurement.as_ref().expect("measured records");
     p.source = format!(
-        "measured {} by `pocketbench calibrate --measure` ({design} design, {shape}): fastest of {} round-robin round(s) of 1 repetition each (peak memory: median); {} {}, {} threads (timer; VmHWM){}",
+        "measured {} by `pocketbench calibrate --measure` ({design} design, {shape}): median of {} repetition(s) over {} round-robin round(s), each round repeated until its median was within ±{:.0}% or {} repetitions or {} s (peak memory: median of the rounds){}; {} {}, {} threads (timer; VmHWM){}",
         crate::hostinfo::today(),
+        kept.len(),
         recs.len(),
+        super::host::JOB_PRECISION.precision * 100.0,
+        super::host::JOB_PRECISION.max_reps,
+        super::host::JOB_PRECISION.max_seconds,
+        if p.bandwidth.is_some() {
+            "; bandwidth: median of the weights' own read passes before and after each repetition"
+        } else {
+            ""
+        },
         m.probe.engine,
         m.probe.engine_version,
         m.probe.threads,
@@ -254,15 +296,21 @@ mod tests {
     use crate::testing::measured_record;
 
     #[test]
-    fn a_point_takes_its_fastest_round_and_says_so() {
-        // Three rounds of one repetition each; the middle one slowed by
+    fn a_point_is_the_median_of_every_rounds_repetitions_and_its_noise_the_rounds_apart() {
+        // Three rounds of a few repetitions each; the middle one slowed by
         // another process.
-        let recs: Vec<Record> = [300.0, 150.0, 280.0].iter().map(|d| measured_record(2, 64, 16, &[*d])).collect();
+        let rounds: [&[f64]; 3] = [&[300.0, 310.0], &[150.0, 160.0, 170.0], &[280.0, 290.0]];
+        let recs: Vec<Record> = rounds.iter().map(|d| measured_record(2, 64, 16, d)).collect();
         let refs: Vec<&Record> = recs.iter().collect();
         let shape = crate::arch::presets::s(128, 2, 4, 2, 32, 256, 512, true);
         let p = point("quick", &shape, &refs, false);
-        assert_eq!(p.decode.map(|d| d.0), Some(300.0));
-        assert!(p.source.contains("fastest of 3 round-robin round(s)"), "{}", p.source);
+        assert_eq!(p.decode.map(|d| d.0), Some(280.0));
+        // The fastest odd round's median (305) over the even one's (160).
+        let noise = p.noise.unwrap().0;
+        assert!((noise - (305.0 / 160.0 - 1.0)).abs() < 1e-9, "{noise}");
+        assert!(p.source.contains("median of 7 repetition(s) over 3 round-robin round(s)"), "{}", p.source);
+        // The test records carry no drift passes: no moment bandwidth.
+        assert_eq!(p.bandwidth, None);
     }
 
     #[test]

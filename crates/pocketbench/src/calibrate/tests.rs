@@ -18,6 +18,12 @@ fn synthetic(truth: &DeviceModel) -> Device {
 
 /// As [`synthetic`], the free list widened by `more`.
 fn synthetic_fitting(truth: &DeviceModel, more: &[FreeParam]) -> Device {
+    synthetic_at(truth, more, &|_| None)
+}
+
+/// As [`synthetic_fitting`], each point (by index) measured at the
+/// same-moment bandwidth `moment` gives it, where it gives one.
+fn synthetic_at(truth: &DeviceModel, more: &[FreeParam], moment: &dyn Fn(usize) -> Option<f64>) -> Device {
     let d = Devices::built_in().unwrap().get("host").unwrap().clone();
     let points = Design::built_in(false)
         .points
@@ -25,7 +31,9 @@ fn synthetic_fitting(truth: &DeviceModel, more: &[FreeParam]) -> Device {
         .flat_map(|p| p.workloads.iter().map(move |w| (p, *w)))
         .enumerate()
         .map(|(index, (p, workload))| {
-            let pred = predict(&p.shape, &p.shape.accounting(), truth, &workload);
+            let bandwidth = moment(index);
+            let at = DeviceModel { bandwidth: bandwidth.unwrap_or(truth.bandwidth), ..*truth };
+            let pred = predict(&p.shape, &p.shape.accounting(), &at, &workload);
             CalPoint {
                 index,
                 shape: p.shape,
@@ -42,6 +50,8 @@ fn synthetic_fitting(truth: &DeviceModel, more: &[FreeParam]) -> Device {
                 cpu: None,
                 engine_build: None,
                 threads: None,
+                bandwidth,
+                noise: None,
             }
         })
         .collect();
@@ -164,12 +174,40 @@ fn the_cache_share_falls_linearly_from_the_cache_size_to_twice_it() {
 
 #[test]
 fn repeatability_counts_the_jobs_whose_rounds_spread_wider_than_the_tolerance() {
-    let r = repeatability(&[0.05, 0.2, 0.12], &[0.04, 0.11, 0.1], 0.10).unwrap();
+    let r = repeatability(&[0.05, 0.2, 0.12], &[0.04, 0.05, 0.1], 0.10).unwrap();
     assert_eq!((r.jobs, r.wider, r.tolerance), (3, 2, 0.10));
     assert_eq!((r.median_spread, r.worst_spread), (0.12, 0.2));
-    // Halves within the tolerance, the boundary included.
-    assert_eq!(r.halves_agree, 2);
+    // Halves within the split-half tolerance (5%), the boundary included.
+    assert_eq!((r.halves_agree, r.split_half_tolerance), (2, 0.05));
     // A spread equal to the tolerance is within it, as an error equal to it is.
     assert_eq!(repeatability(&[0.10], &[0.10], 0.10).unwrap().wider, 0);
     assert_eq!(repeatability(&[], &[], 0.10), None);
+}
+
+#[test]
+fn decode_is_fitted_against_each_points_own_moment_bandwidth() {
+    let mut truth = Devices::built_in().unwrap().get("host").unwrap().model().to_owned();
+    truth.params.cache_size = 0.0;
+    truth.bandwidth = 40e9;
+    truth.params.bandwidth_efficiency = 0.8;
+    truth.params.layer_cost = 10e-6;
+    // The machine moved between 30 and 60 GB/s while the points were measured.
+    let moments = [30e9, 60e9, 45e9, 35e9, 55e9];
+    let moment = |i: usize| Some(moments[i % moments.len()]);
+    let cal = calibrate(&synthetic_at(&truth, &[], &moment)).unwrap();
+    let e = cal.params.bandwidth_efficiency;
+    assert!((e / 0.8 - 1.0).abs() < 0.01, "efficiency {e}");
+    let worst = cal.residuals.iter().filter(|r| r.metric == "decode").map(|r| r.rel_error.abs()).fold(0.0, f64::max);
+    assert!(worst < 0.01, "worst decode residual {worst}");
+    // The same speeds fitted as if measured at the fact's bandwidth: the
+    // machine's moves become the model's error.
+    let blind = synthetic_at(&truth, &[], &moment).changed(|_, _, points| {
+        for p in points.iter_mut() {
+            p.bandwidth = None;
+        }
+    });
+    let cal = calibrate(&blind).unwrap();
+    let worst_blind =
+        cal.residuals.iter().filter(|r| r.metric == "decode").map(|r| r.rel_error.abs()).fold(0.0, f64::max);
+    assert!(worst_blind > 10.0 * worst.max(1e-3), "{worst_blind} vs {worst}");
 }

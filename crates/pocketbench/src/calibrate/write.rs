@@ -169,5 +169,7 @@ pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<c
         cpu: Some(m.probe.host.describe()),
         engine_build: m.probe.engine.parse::<crate::probe::EngineKind>().ok().map(|e| e.build_of(&m.probe.build)),
         threads: Some(m.probe.threads),
+        bandwidth: None,
+        noise: None,
     })
 }

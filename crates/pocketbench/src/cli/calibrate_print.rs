@@ -40,13 +40,13 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str, verbose: bool) 
 /// beside the tolerance the errors are counted against.
 pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> std::io::Result<()> {
     outln!(
-        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%; the fastest of its odd and of its even rounds agreed within {:.0}% for {} of {}",
+        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%; split-half (its odd rounds against its even ones) within {:.0}% for {} of {}",
         r.median_spread * 100.0,
         r.worst_spread * 100.0,
         r.wider,
         r.jobs,
         r.tolerance * 100.0,
-        r.tolerance * 100.0,
+        r.split_half_tolerance * 100.0,
         r.halves_agree,
         r.jobs
     );
@@ -96,6 +96,7 @@ pub fn calibrated(c: &Calibrated, id: &str, verbose: bool) -> anyhow::Result<()>
     if let Some(r) = &c.repeatability {
         print_repeatability(r)?;
     }
+    outln!("  this calibration: {}", c.noise.line());
     outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", c.seconds);
     Ok(())
 }

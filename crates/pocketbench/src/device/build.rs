@@ -178,6 +178,8 @@ fn point(index: usize, pt: &PointToml, shape: Shape, workload: Workload) -> CalP
         cpu: pt.cpu.clone(),
         engine_build: pt.engine_build.clone(),
         threads: pt.threads,
+        bandwidth: pt.bandwidth.map(|b| b.0),
+        noise: pt.noise.map(|n| n.0),
     }
 }
 

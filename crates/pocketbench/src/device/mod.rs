@@ -259,6 +259,10 @@ pub struct CalPoint {
     pub engine_build: Option<String>,
     /// Threads it was measured with.
     pub threads: Option<u32>,
+    /// The same-moment bandwidth it was measured at, bytes/s.
+    pub bandwidth: Option<f64>,
+    /// Its split-half noise (a fraction).
+    pub noise: Option<f64>,
 }
 
 /// A validated device profile.
@@ -365,7 +369,23 @@ impl Device {
     /// and the command that fixes it when it is not a fit of this device.
     pub fn calibration_label(&self) -> String {
         let fix = self.state.fix(self.id(), self.is_local()).map_or(String::new(), |c| format!(": run `{c}`"));
-        format!("profile `{}` from {}, {}{fix}", self.id(), self.origin, self.state)
+        format!("profile `{}` from {}, {}{}{fix}", self.id(), self.origin, self.state, self.noise_note())
+    }
+
+    /// How the calibration that wrote the fit judged the machine's noise,
+    /// when it did.
+    pub fn noise(&self) -> Option<&crate::calibrate::Noise> {
+        self.profile.model.noise.as_ref()
+    }
+
+    /// `, NOISY: ...` for a calibrated profile its calibration marked noisy.
+    fn noise_note(&self) -> String {
+        match (self.noise(), &self.state) {
+            (Some(n), CalibrationState::Calibrated { .. }) if n.verdict == crate::calibrate::Verdict::Noisy => {
+                format!(", NOISY ({})", n.reasons.join("; "))
+            }
+            _ => String::new(),
+        }
     }
 
     /// What a sweep says once about a device whose predictions do not rest
@@ -374,6 +394,10 @@ impl Device {
     pub fn calibration_warning(&self) -> Option<String> {
         let id = self.id();
         match (&self.state, self.is_local()) {
+            (CalibrationState::Calibrated { .. }, _) if !self.noise_note().is_empty() => Some(format!(
+                "device `{id}`: its calibration marked this machine noisy{}: its predictions carry wider uncertainty than the fit prints; calibrate again on a quieter machine",
+                self.noise_note().trim_start_matches(", NOISY")
+            )),
             (CalibrationState::Calibrated { .. }, _) | (CalibrationState::Priors, false) => None,
             (state @ (CalibrationState::OtherMachine { .. } | CalibrationState::OtherEngine { .. }), true) => Some(format!(
                 "device `{id}` is {state}: its predictions on this machine are priors, not a calibration of it (measured results are unaffected); calibrate this machine with `pocketbench calibrate --device {id} --measure --quick` (about 3 minutes) or `--measure` (under 10)"

@@ -338,6 +338,10 @@ pub struct ModelToml {
     /// Digest of the calibration points the stored fit was made from.
     #[serde(default)]
     pub fitted_digest: Option<String>,
+    /// How the calibration that wrote the fit judged this machine's noise
+    /// (`calibrate --measure`): a `noisy` profile's predictions say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<crate::calibrate::Noise>,
 }
 
 impl ModelToml {
@@ -481,6 +485,15 @@ pub struct PointToml {
     /// Threads it was measured with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// The machine's bandwidth at the moment of its repetitions (the
+    /// median of the weights' own read passes around them): decode is
+    /// fitted and checked against it, not the profile's fact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<Bandwidth>,
+    /// How far two independent halves of its measurement lay apart
+    /// (larger / smaller - 1 of its rounds' medians): the noise it saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Fraction>,
 }
 
 #[cfg(test)]

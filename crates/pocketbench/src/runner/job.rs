@@ -165,6 +165,7 @@ impl JobSettings {
             engine_model,
             auto: self.auto,
             pin: self.pin,
+            bandwidth_pass: true,
             contention: None,
             cooling: device
                 .profile()

@@ -110,6 +110,9 @@ pub struct Job {
     pub auto: Option<crate::probe::timing::AutoReps>,
     /// Pin the engine's threads one to a CPU.
     pub pin: bool,
+    /// The probe's 256 MiB bandwidth pass after the repetitions
+    /// ([`crate::probe::ProbeSpec::bandwidth_pass`]); a calibration skips it.
+    pub bandwidth_pass: bool,
     /// When a repetition counts as contended and how many are retaken: set
     /// by the scheduler from its policy, applied by the probe.
     pub contention: Option<crate::probe::window::Contention>,
@@ -145,6 +148,7 @@ impl Job {
             contention: self.contention,
             auto: self.auto,
             pin: self.pin,
+            bandwidth_pass: self.bandwidth_pass,
         }
     }
 }
