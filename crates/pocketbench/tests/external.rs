@@ -35,6 +35,7 @@ fn measure_64_16(
         auto: None,
         pin: false,
         bandwidth_pass: true,
+        timed_reloads: true,
         contention: None,
     };
     r.measure(&job).unwrap()

@@ -31,6 +31,7 @@ fn llama_cpp_runs_the_exported_model() {
         auto: None,
         pin: false,
         bandwidth_pass: true,
+        timed_reloads: true,
         contention: None,
     };
     let p = runner.measure(&job).unwrap();

@@ -28,6 +28,7 @@ fn job(timeout: Duration) -> Job {
         auto: None,
         pin: false,
         bandwidth_pass: true,
+        timed_reloads: true,
         contention: None,
     }
 }

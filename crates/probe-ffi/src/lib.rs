@@ -273,6 +273,7 @@ mod tests {
             auto: None,
             pin: false,
             bandwidth_pass: true,
+            timed_reloads: true,
         };
         let f = check_fits(&spec, Some(500 << 20)).unwrap_err();
         assert_eq!(f.field, "spec.shape");

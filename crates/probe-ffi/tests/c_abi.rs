@@ -89,6 +89,7 @@ fn spec(dir: &Path, gen: u32) -> ProbeSpec {
         auto: None,
         pin: false,
         bandwidth_pass: true,
+        timed_reloads: true,
     }
 }
 

@@ -81,6 +81,7 @@ fn bench(c: &mut Criterion) {
                 auto: None,
                 pin: false,
                 bandwidth_pass: true,
+                timed_reloads: true,
             };
             pocketbench_probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
         }

@@ -79,6 +79,12 @@ pub struct ProbeSpec {
     /// process (faulting in memory the model had just freed).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub bandwidth_pass: bool,
+    /// Reload the model once for each summarized repetition after the
+    /// first, timed, to give every repetition its own load time. A
+    /// calibration turns it off: it fits no load time, and the reloads were
+    /// a second of its every job.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub timed_reloads: bool,
 }
 
 fn yes() -> bool {
@@ -347,6 +353,7 @@ mod tests {
             auto: None,
             pin: false,
             bandwidth_pass: true,
+            timed_reloads: true,
         };
         let mut v = serde_json::to_value(&spec).unwrap();
         match schema {

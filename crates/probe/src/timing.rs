@@ -291,8 +291,10 @@ pub(crate) fn measure(
     let peak = crate::meter::usage().map_or(0, |u| u.peak).max(sampled_peak);
     // One timed reload for each summarized repetition after the first; a
     // retaken one keeps the first load's time (it is no figure's sample).
-    for rep in reps.iter_mut().filter(|r| !r.retaken).skip(1) {
-        rep.load_s = Some(reload()?);
+    if spec.timed_reloads {
+        for rep in reps.iter_mut().filter(|r| !r.retaken).skip(1) {
+            rep.load_s = Some(reload()?);
+        }
     }
     let sampling = Sampling {
         precision_target: spec.auto.map(|a| a.precision),
@@ -361,6 +363,7 @@ mod tests {
             auto,
             pin: false,
             bandwidth_pass: true,
+            timed_reloads: true,
         }
     }
 

@@ -82,6 +82,7 @@ fn the_static_aarch64_probe_measures_a_tiny_shape_under_qemu() {
         auto: None,
         pin: false,
         bandwidth_pass: true,
+        timed_reloads: true,
     };
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, serde_json::to_string(&spec).unwrap()).unwrap();

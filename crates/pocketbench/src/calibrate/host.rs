@@ -108,14 +108,24 @@ pub fn this_machine<'a>(
 /// 95% interval of its median decode within ±2% (issue 41, item 1), or the
 /// repetition or time cap, whichever comes first.
 pub const JOB_PRECISION: crate::probe::timing::AutoReps =
-    crate::probe::timing::AutoReps { precision: 0.02, max_reps: 4, max_seconds: 0.6 };
+    crate::probe::timing::AutoReps { precision: 0.02, max_reps: 3, max_seconds: 0.3 };
 /// The fewest repetitions a job's round keeps (the interval needs two).
 pub const JOB_MIN_REPS: u32 = 2;
-/// Contended or drifted repetitions a job's round retakes at most: a
-/// calibration fits each point against its own same-moment bandwidth, so a
-/// drifted repetition costs it less than a sweep's figure, and ten retakes
-/// of every job took a quick calibration past 7 minutes on the Zen 4 VM.
-pub const JOB_RETAKES: u32 = 2;
+/// Contended or drifted repetitions a job's round retakes at most: ten
+/// retakes of every job took a quick calibration past 7 minutes on the
+/// Zen 4 VM.
+pub const JOB_RETAKES: u32 = 1;
+/// The bandwidth move within a repetition past which a calibration retakes
+/// it: a point is fitted against the mean of its repetitions' passes, so a
+/// move a sweep's figure cannot take (10%) costs a calibration point little,
+/// and on the Zen 4 VM a third of the 1.2-s long-prompt repetitions moved
+/// that much.
+pub const JOB_MAX_DRIFT: f64 = 0.25;
+
+/// The contention rule of a calibration's jobs.
+pub fn job_rule() -> crate::probe::window::Contention {
+    crate::probe::window::Contention { retakes: JOB_RETAKES, max_drift: JOB_MAX_DRIFT, ..Default::default() }
+}
 
 /// Job settings of a calibration or a check: each job in each round
 /// repeated to [`JOB_PRECISION`] (at least [`JOB_MIN_REPS`]), at `threads`

@@ -124,7 +124,7 @@ pub fn measure(
             // The drift passes around every repetition read the bandwidth
             // a point is fitted against; the 256 MiB pass after them adds
             // nothing here but seconds.
-            jobs.push((i, Job { bandwidth_pass: false, ..settings.job(device, p.shape, *w)? }));
+            jobs.push((i, Job { bandwidth_pass: false, timed_reloads: false, ..settings.job(device, p.shape, *w)? }));
         }
     }
     let keys: Vec<String> = jobs.iter().map(|(_, j)| key(runner, j)).collect();
@@ -136,9 +136,8 @@ pub fn measure(
         .count();
     reporter.report(&Event::RoundsPlanned { device: device.id().into(), jobs: total, cached });
     let mut file = Cache::open(cache)?;
-    let rule = crate::probe::window::Contention { retakes: super::host::JOB_RETAKES, ..Default::default() };
-    let scheduler =
-        Scheduler::new(runner, device, Policy { contention: Some(rule), ..Policy::single_repetition(None) });
+    let policy = Policy { contention: Some(super::host::job_rule()), ..Policy::single_repetition(None) };
+    let scheduler = Scheduler::new(runner, device, policy);
     let proxy = ProxySettings::default();
     let mut failures: HashMap<String, String> = HashMap::new();
     let mut n = 0;

@@ -166,6 +166,7 @@ impl JobSettings {
             auto: self.auto,
             pin: self.pin,
             bandwidth_pass: true,
+            timed_reloads: true,
             contention: None,
             cooling: device
                 .profile()

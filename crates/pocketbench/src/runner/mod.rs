@@ -113,6 +113,9 @@ pub struct Job {
     /// The probe's 256 MiB bandwidth pass after the repetitions
     /// ([`crate::probe::ProbeSpec::bandwidth_pass`]); a calibration skips it.
     pub bandwidth_pass: bool,
+    /// The probe's timed reloads after the repetitions
+    /// ([`crate::probe::ProbeSpec::timed_reloads`]); a calibration skips them.
+    pub timed_reloads: bool,
     /// When a repetition counts as contended and how many are retaken: set
     /// by the scheduler from its policy, applied by the probe.
     pub contention: Option<crate::probe::window::Contention>,
@@ -149,6 +152,7 @@ impl Job {
             auto: self.auto,
             pin: self.pin,
             bandwidth_pass: self.bandwidth_pass,
+            timed_reloads: self.timed_reloads,
         }
     }
 }
