@@ -96,6 +96,9 @@ pub struct Prediction {
     pub ttft_ms_range: [f64; 2],
     /// See [`Prediction::ttft_ms_range`].
     pub energy_j_range: [f64; 2],
+    /// The decode tok/s at the lowest and highest bandwidth the machine
+    /// showed (the bandwidth fact's range; the point where it has none).
+    pub decode_tok_s_range: [f64; 2],
     /// The share of the run's energy spent in prefill (= its share of the
     /// busy time: energy is active power x time).
     pub prefill_energy_share: f64,
@@ -263,6 +266,10 @@ pub fn prefill_time(shape: &Shape, acct: &Accounting, dev: &DeviceModel, prompt:
 /// energy point it was fitted to keeps its energy, as refitting would.
 pub fn predict(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> Prediction {
     let mut p = point(shape, acct, dev, w);
+    if let Some([lo, hi]) = dev.bandwidth_range {
+        let at = |bandwidth| point(shape, acct, &DeviceModel { bandwidth, ..*dev }, w).decode_tok_s;
+        p.decode_tok_s_range = [at(lo).min(p.decode_tok_s), at(hi).max(p.decode_tok_s)];
+    }
     let ranged: Vec<(FreeParam, [f64; 2])> =
         FreeParam::ALL.iter().zip(&dev.ranges).filter_map(|(q, r)| r.map(|r| (*q, r))).collect();
     if ranged.is_empty() {
@@ -324,6 +331,7 @@ fn point(shape: &Shape, acct: &Accounting, dev: &DeviceModel, w: &Workload) -> P
         energy_j,
         ttft_ms_range: [prefill_s * 1e3; 2],
         energy_j_range: [energy_j; 2],
+        decode_tok_s_range: [w.gen as f64 / decode_s; 2],
         prefill_energy_share: prefill_s / (prefill_s + decode_s),
         battery_fraction: dev.battery_j.map(|b| energy_j / b),
         bytes_per_token,
@@ -349,6 +357,7 @@ mod tests {
             score_row_threads: None,
             ranges: [None; FreeParam::ALL.len()],
             power_anchor: None,
+            bandwidth_range: None,
             params: ModelParams {
                 bandwidth_efficiency: 0.5,
                 layer_cost: 10e-6,
@@ -500,5 +509,30 @@ mod tests {
         assert!(long.decode_tok_s < short.decode_tok_s);
         assert!(long.peak_mem_bytes > short.peak_mem_bytes);
         assert!(long.ttft_ms > short.ttft_ms);
+    }
+
+    #[test]
+    fn the_machines_bandwidth_range_is_the_decode_interval() {
+        let shape = preset("mnn-pocket-0.3b").unwrap().shape;
+        let w = Workload::new(1024, 128, None).unwrap();
+        let d = dev();
+        let p = predict(&shape, &shape.accounting(), &d, &w);
+        assert_eq!(p.decode_tok_s_range, [p.decode_tok_s; 2]);
+        let mut ranged = d;
+        ranged.bandwidth_range = Some([50e9, 150e9]);
+        let q = predict(&shape, &shape.accounting(), &ranged, &w);
+        // A mutable copy, not struct-update syntax in the closure: the
+        // latter trips a rustc 1.95 ICE (broken MIR) on the const-sized
+        // `ranges` array.
+        let at = |b: f64| {
+            let mut m = d;
+            m.bandwidth = b;
+            predict(&shape, &shape.accounting(), &m, &w).decode_tok_s
+        };
+        assert_eq!(q.decode_tok_s, p.decode_tok_s);
+        assert!(
+            (q.decode_tok_s_range[0] - at(50e9)).abs() < 1e-9 && (q.decode_tok_s_range[1] - at(150e9)).abs() < 1e-9
+        );
+        assert!(q.decode_tok_s_range[0] < q.decode_tok_s && q.decode_tok_s < q.decode_tok_s_range[1]);
     }
 }

@@ -217,8 +217,18 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
     let mut budgets = judge(p.decode_tok_s, p.peak_mem_bytes, p.energy_j, device.budgets());
     budgets.energy = budgets.energy.with_range(p.energy_j_range);
     let by = |detail: &str| Method::predicted(PREDICTOR, detail);
+    let decode = match device.model().bandwidth_range {
+        Some([lo, hi]) => format!(
+            "bytes per token / (efficiency x bandwidth) + fixed costs; {:.1}-{:.1} tok/s over the bandwidth the machine showed, {:.1}-{:.1} GB/s",
+            p.decode_tok_s_range[0],
+            p.decode_tok_s_range[1],
+            lo / 1e9,
+            hi / 1e9
+        ),
+        None => "bytes per token / (efficiency x bandwidth) + fixed costs".into(),
+    };
     let methods = [
-        ("decode_tok_s", by("bytes per token / (efficiency x bandwidth) + fixed costs")),
+        ("decode_tok_s", by(&decode)),
         ("prefill_tok_s", by("roofline of prefill FLOPs and weight bytes")),
         ("ttft_ms", by("prefill time (ttft_ms_low/high: over the ranges of the profile's prior parameters)")),
         ("peak_mem_increase_mb", by("weights + KV cache + scratch + engine overhead")),

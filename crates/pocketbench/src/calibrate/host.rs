@@ -59,6 +59,9 @@ pub struct Calibrated {
     /// Whether the machine was quiet enough for the fit (written into the
     /// profile as `[model.noise]`).
     pub noise: Noise,
+    /// How far the held-out predictions moved from the calibration of this
+    /// machine it replaced (absent where there was none).
+    pub again: Option<super::again::Again>,
     /// Seconds it took.
     pub seconds: f64,
 }
@@ -341,6 +344,21 @@ pub fn calibrate_host(
         contended: measured.contended,
         points: measured.points.len(),
     });
+    // Against the calibration of this machine it replaces, if any.
+    let again = matches!(device.state(), crate::device::CalibrationState::Calibrated { .. }).then(|| {
+        let new = crate::device::DeviceModel {
+            params: calibration.params,
+            compute: calibration.compute_fact.as_ref().map_or(fitted.model().compute, |c| c.flops),
+            ..*fitted.model()
+        };
+        let held: Vec<_> = design
+            .points
+            .iter()
+            .filter(|p| p.holdout)
+            .flat_map(|p| p.workloads.iter().map(move |w| (p.shape, *w)))
+            .collect();
+        super::again::compare(device.model(), &new, &held)
+    });
     let written = if o.dry_run {
         None
     } else {
@@ -359,6 +377,7 @@ pub fn calibrate_host(
         written,
         repeatability,
         noise,
+        again: again.flatten(),
         seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -12,6 +12,7 @@
 //! --measure`; `residuals` compares a fit with measurements, and `write`
 //! puts fits and points into profile text.
 
+pub mod again;
 mod check;
 pub mod design;
 mod drift;

@@ -97,6 +97,9 @@ pub fn calibrated(c: &Calibrated, id: &str, verbose: bool) -> anyhow::Result<()>
         print_repeatability(r)?;
     }
     outln!("  this calibration: {}", c.noise.line());
+    if let Some(a) = &c.again {
+        outln!("  {}", a.line());
+    }
     outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", c.seconds);
     Ok(())
 }

@@ -43,7 +43,17 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> anyhow::Result<Code> {
         outln!("{} on {} [{}]: predicted by {}", r.config_name, device.profile().device.name, r.engine, r.produced_by);
         outln!("  calibration   {}", r.calibration);
         outln!("  workload      {w}");
-        outln!("  decode        {:>9.1} tok/s   {}", r.decode_tok_s, verdict(&r.budgets.decode));
+        let over = device.model().bandwidth_range.map_or(String::new(), |[lo, hi]| {
+            let p = pocketbench::predict::predict(&shape, &acct, device.model(), &w);
+            format!(
+                " ({:.1}-{:.1} tok/s over the machine's bandwidth, {:.1}-{:.1} GB/s)",
+                p.decode_tok_s_range[0],
+                p.decode_tok_s_range[1],
+                lo / 1e9,
+                hi / 1e9
+            )
+        });
+        outln!("  decode        {:>9.1} tok/s   {}{over}", r.decode_tok_s, verdict(&r.budgets.decode));
         outln!(
             "  prefill       {:>9.1} tok/s   time to first token {:.0} ms{}",
             r.prefill_tok_s,

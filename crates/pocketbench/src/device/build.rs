@@ -205,6 +205,7 @@ pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device 
         ranges: c.ranges,
         power_anchor,
         bandwidth: p.facts.bandwidth.value.0,
+        bandwidth_range: p.facts.bandwidth.range.map(|[lo, hi]| [lo.0, hi.0]),
         compute: p.facts.compute.value.0,
         battery_j: c.battery_j,
         kv_bits: p.engine.kv_bits,

@@ -163,6 +163,10 @@ pub struct DeviceModel {
     /// workload): across the ranges of the other parameters the power is
     /// taken to keep that point's energy, as a refit would.
     pub power_anchor: Option<(Shape, Workload)>,
+    /// The lowest and highest bandwidth the machine showed (the bandwidth
+    /// fact's `range`, B/s): predictions carry the decode it allows as their
+    /// interval.
+    pub bandwidth_range: Option<[f64; 2]>,
 }
 
 /// Whether the stored parameters match the calibration points.
