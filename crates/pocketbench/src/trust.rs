@@ -117,6 +117,14 @@ pub fn moment_bandwidth(probe: &ProbeResult) -> Option<[f64; 2]> {
     range(&v)
 }
 
+/// The median same-moment bandwidth of the summarized repetitions (each
+/// the mean of its two passes), B/s; `None` where none carries a drift
+/// reading.
+pub fn moment_median(probe: &ProbeResult) -> Option<f64> {
+    let v: Vec<f64> = kept(probe).filter_map(|r| r.drift).map(|d| (d.before_gb_s + d.after_gb_s) / 2.0 * 1e9).collect();
+    (!v.is_empty()).then(|| crate::stats::median(&v))
+}
+
 /// The lowest and highest of `v`; `None` when it is empty.
 pub fn range(v: &[f64]) -> Option<[f64; 2]> {
     (!v.is_empty())

@@ -29,7 +29,7 @@ pub struct AutoReps {
 
 impl Default for AutoReps {
     fn default() -> Self {
-        AutoReps { precision: 0.02, max_reps: 30, max_seconds: 120.0 }
+        AutoReps { precision: 0.02, max_reps: 30, max_seconds: 60.0 }
     }
 }
 

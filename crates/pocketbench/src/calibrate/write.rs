@@ -169,7 +169,9 @@ pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<c
         cpu: Some(m.probe.host.describe()),
         engine_build: m.probe.engine.parse::<crate::probe::EngineKind>().ok().map(|e| e.build_of(&m.probe.build)),
         threads: Some(m.probe.threads),
-        bandwidth: None,
+        // The same-moment bandwidth of its summarized repetitions, so a
+        // point added from a record is fitted at its own moment too.
+        bandwidth: crate::trust::moment_median(&m.probe).map(crate::units::Bandwidth),
         noise: None,
     })
 }

@@ -34,8 +34,9 @@ pub struct AutoArgs {
     /// With --reps auto: at most this many repetitions.
     #[arg(long, default_value_t = 30, value_name = "N")]
     pub max_reps: u32,
-    /// With --reps auto: stop starting repetitions after this many seconds of them.
-    #[arg(long, default_value_t = 120, value_name = "S")]
+    /// With --reps auto: stop starting repetitions after this many seconds of them (a configuration's
+    /// result says when this, not the precision, stopped it).
+    #[arg(long, default_value_t = 60, value_name = "S")]
     pub max_time: u64,
 }
 
