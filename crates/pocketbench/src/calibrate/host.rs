@@ -320,7 +320,8 @@ pub fn calibrate_host(
         .into());
     }
     let moments = moment_bandwidths(&measured.points);
-    if let Some(fact) = MomentFact::of(&moments) {
+    let moment_fact = MomentFact::of(&moments);
+    if let Some(fact) = &moment_fact {
         fact.set(&mut doc, &here, &bw, threads);
     }
     let text = with_points(&doc.to_string(), &measured.points)?;
@@ -340,7 +341,7 @@ pub fn calibrate_host(
     let noise = Noise::judge(&Evidence {
         repeatability: repeatability.as_ref(),
         held_out: &held_out,
-        bandwidth: MomentFact::of(&moments).map(|f| f.range),
+        bandwidth: moment_fact.map(|f| f.range),
         contended: measured.contended,
         points: measured.points.len(),
     });

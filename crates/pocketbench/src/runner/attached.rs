@@ -25,6 +25,18 @@ pub struct Attachment {
     pub why_not: Option<String>,
 }
 
+impl Attachment {
+    /// Profile `d` against the device its tool chose for it (its serial or
+    /// identifier and model), or why none.
+    fn of(d: &Device, chosen: Result<(String, Option<String>), String>) -> Attachment {
+        let device = d.id().to_string();
+        match chosen {
+            Ok((serial, model)) => Attachment { device, serial: Some(serial), model, why_not: None },
+            Err(why) => Attachment { device, serial: None, model: None, why_not: Some(why) },
+        }
+    }
+}
+
 /// What adb (or devicectl) lists, matched to its profiles.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Attached {
@@ -52,15 +64,7 @@ pub fn attached(devices: &[Device], adb: &Adb, timeout: Duration) -> Result<Atta
             } else {
                 choose(&listed, serial).map_err(|e| e.to_string())
             };
-            match chosen {
-                Ok(l) => Attachment {
-                    device: d.id().to_string(),
-                    serial: Some(l.serial.clone()),
-                    model: l.model.clone(),
-                    why_not: None,
-                },
-                Err(why) => Attachment { device: d.id().to_string(), serial: None, model: None, why_not: Some(why) },
-            }
+            Attachment::of(d, chosen.map(|l| (l.serial.clone(), l.model.clone())))
         })
         .collect();
     let listed = listed.into_iter().map(|l| (l.serial, l.state.name().to_string(), l.model)).collect();
@@ -97,15 +101,7 @@ pub fn attached_ios(
             } else {
                 select::choose(&list.devices, Some(udid)).map_err(|e| e.to_string())
             };
-            match chosen {
-                Ok(l) => Attachment {
-                    device: d.id().to_string(),
-                    serial: Some(l.identifier.clone()),
-                    model: model(l),
-                    why_not: None,
-                },
-                Err(why) => Attachment { device: d.id().to_string(), serial: None, model: None, why_not: Some(why) },
-            }
+            Attachment::of(d, chosen.map(|l| (l.identifier.clone(), model(l))))
         })
         .collect();
     let listed = list
