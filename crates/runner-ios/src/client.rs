@@ -15,10 +15,7 @@ use serde::Deserialize;
 use crate::error::DevicectlError;
 use crate::json;
 
-/// The line the app prints when its result is written.
-pub const DONE: &str = "[pocketbench] done";
-/// The prefix of the line the app prints when it failed.
-pub const ERROR: &str = "[pocketbench] error: ";
+pub use crate::contract::{DONE, ERROR};
 
 /// How the launched app's console ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod contract;
 pub mod error;
 pub mod json;
 pub mod select;

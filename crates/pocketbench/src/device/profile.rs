@@ -145,7 +145,7 @@ pub struct BudgetsToml {
 }
 
 /// The pocketbench app's bundle id (the runner's contract with the app).
-pub const DEFAULT_BUNDLE_ID: &str = "dev.pocketbench.probe";
+pub use pocketbench_runner_ios::contract::DEFAULT_BUNDLE_ID;
 
 fn default_bundle_id() -> String {
     DEFAULT_BUNDLE_ID.into()

@@ -30,15 +30,10 @@ use pocketbench_runner_ios::{select, Console, Devicectl, DevicectlError, Xcrun};
 use super::{Failure, Job, Runner};
 use crate::probe::{self, ProbeResult};
 
-/// Where the spec goes in the app's data container.
-pub const SPEC: &str = "Documents/pocketbench/spec.json";
-/// Where the app writes its result.
-pub const RESULT: &str = "Documents/pocketbench/result.json";
-/// Where the app keeps the model files it builds.
-pub const MODELS: &str = "Documents/pocketbench/models";
-/// The app's executable when the profile names no `.app` (the name the
-/// app's Xcode project gives it): what a hung launch is found by.
-pub const DEFAULT_EXECUTABLE: &str = "PocketbenchProbe";
+/// The contract's paths and names (`pocketbench_runner_ios::contract`):
+/// the spec, the result and the models in the app's data container, and
+/// the app's executable when the profile names no `.app`.
+pub use pocketbench_runner_ios::contract::{DEFAULT_EXECUTABLE, MODELS, RESULT, SPEC, SPEC_ARG};
 
 /// Limit for the short devicectl calls (list, copy, terminate).
 const SHORT: Duration = Duration::from_secs(60);
@@ -190,7 +185,7 @@ impl Runner for IosRunner {
         let limit = super::android::backstop(job);
         let mut hung = false;
         let console =
-            self.xcrun.launch_console(&ctl.launch(&self.bundle, &["--spec", SPEC]), limit, &mut || hung = true);
+            self.xcrun.launch_console(&ctl.launch(&self.bundle, &[SPEC_ARG, SPEC]), limit, &mut || hung = true);
         if hung {
             self.terminate_hung(&ctl);
             return Err(Failure::Timeout { seconds: limit.as_secs_f64() });
