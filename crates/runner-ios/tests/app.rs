@@ -209,3 +209,21 @@ fn the_xctest_spec_is_one_the_probe_accepts() {
     assert_eq!((spec.workload.prompt, spec.workload.gen), (1024, 128), "the mission's run");
     assert_eq!(spec.reps, 1, "XCTest's iterations are the repetitions");
 }
+
+#[test]
+fn the_ios_workflow_builds_this_project_and_uploads_what_it_builds() {
+    let text = read(&workspace().join("examples/github-ios.yml"));
+    let p = project();
+    let name = p["name"].as_str().unwrap();
+    let scheme = p["schemes"].as_hash().unwrap().keys().next().unwrap().as_str().unwrap();
+    let config = p["schemes"][scheme]["test"]["config"].as_str().unwrap();
+    let product = setting(&p, "PocketbenchProbe", "PRODUCT_NAME");
+    assert!(text.contains("APP_DIR: crates/runner-ios/app\n"), "the workflow's APP_DIR is not this folder");
+    assert!(text.contains(&format!("-project {name}.xcodeproj -scheme {scheme}")), "project or scheme");
+    // build-for-testing builds the scheme's test configuration, for devices.
+    let app = format!("build/Build/Products/{config}-iphoneos/{product}.app");
+    assert!(text.matches(&app).count() >= 2, "the workflow does not upload and install {app}");
+    assert!(text.contains("rustup target add aarch64-apple-ios") && text.contains("--target aarch64-apple-ios"));
+    assert!(text.contains("CODE_SIGNING_ALLOWED=NO") && text.contains("DEVELOPMENT_TEAM="));
+    assert!(text.contains("xcresulttool get test-results metrics --path"));
+}
