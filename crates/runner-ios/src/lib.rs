@@ -5,16 +5,27 @@
 //! call asks for `--json-output FILE`, the tool's machine-readable result,
 //! rather than parsing its human output.
 //!
+//! It also reads what a Mac's other tools export about a run on a device:
+//! the app's XCTest metrics (`xcresult`: `xcresulttool get test-results
+//! metrics`), a Power Profiler recording's table (`xctrace`: `xctrace
+//! export --xpath`) and the battery's registry (`battery`: `pymobiledevice3
+//! diagnostics battery single`), each with located errors (`export`).
+//!
 //! Nothing in this crate has run against a real iPhone or iPad yet: its
-//! parsers are tested on fixtures that follow recorded devicectl output
-//! (`tests/fixtures/devicectl/README.md` cites each).
+//! parsers are tested on fixtures that follow recorded or documented output
+//! (`tests/fixtures/README.md` and `tests/fixtures/devicectl/README.md`
+//! cite each).
 #![deny(missing_docs)]
 
+pub mod battery;
 pub mod client;
 pub mod contract;
 pub mod error;
+pub mod export;
 pub mod json;
 pub mod select;
+pub mod xcresult;
+pub mod xctrace;
 
 pub use client::{Console, Xcrun};
 pub use error::DevicectlError;
