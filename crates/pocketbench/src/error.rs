@@ -147,6 +147,10 @@ pub enum Error {
     /// repeat: a wrong result, not a slow one.
     #[error("invalid output: {0}")]
     InvalidOutput(String),
+    /// A file another tool exported (xcresulttool, xctrace,
+    /// pymobiledevice3) cannot be read as what it should be.
+    #[error(transparent)]
+    Export(#[from] pocketbench_runner_ios::export::ExportError),
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -192,6 +196,7 @@ impl Error {
             | Error::UnknownDevice { .. }
             | Error::DuplicateDevice(_)
             | Error::BuiltIn(_)
+            | Error::Export(_)
             | Error::Usage(_) => ExitCode::Usage,
             Error::Calibration(c) => usage(!matches!(c, CalibrationError::NothingMeasured(_))),
             Error::Profiles(all) => usage(all.iter().all(|e| e.exit_code() == ExitCode::Usage)),

@@ -43,6 +43,7 @@ pub mod sweep;
 #[cfg(test)]
 mod testing;
 pub mod trust;
+pub mod xctest;
 
 // The vocabulary shared with the probe, and the probe itself (what runs on a
 // device), re-exported under the paths the harness has always used.

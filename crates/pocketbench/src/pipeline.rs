@@ -149,7 +149,7 @@ fn set_aside(db: &Path) -> Result<(), Error> {
 
 /// What the store's `runs.host` records: this machine's fingerprint and
 /// facts, and the build.
-fn host_fingerprint() -> String {
+pub(crate) fn host_fingerprint() -> String {
     let facts = crate::probe::HostFacts::collect();
     serde_json::json!({
         "fingerprint": facts.fingerprint,

@@ -31,6 +31,8 @@ pub enum Meter {
     Timer,
     /// Linux's high-water mark of resident memory (`VmHWM`).
     VmHwm,
+    /// Apple's `phys_footprint` ledger (`task_info`), what jetsam enforces.
+    PhysFootprint,
     /// The size of the file run.
     FileSize,
     /// Intel/AMD RAPL energy counters (`/sys/class/powercap`).
@@ -51,6 +53,8 @@ impl Meter {
             Meter::Timer
         } else if d.starts_with("vmhwm") {
             Meter::VmHwm
+        } else if d.starts_with("phys_footprint") {
+            Meter::PhysFootprint
         } else if d.starts_with("size of") {
             Meter::FileSize
         } else if d.contains("rapl") || d.contains("powercap") {
@@ -208,6 +212,11 @@ mod tests {
     fn the_meter_is_the_one_the_text_begins_with() {
         assert_eq!(Method::parse("measured: timer, median of 3").meter(), Some(Meter::Timer));
         assert_eq!(Method::parse("measured: VmHWM minus VmRSS").meter(), Some(Meter::VmHwm));
+        assert_eq!(
+            Method::parse("measured: phys_footprint (task_info TASK_VM_INFO) minus phys_footprint before the load")
+                .meter(),
+            Some(Meter::PhysFootprint)
+        );
         assert_eq!(Method::parse("predicted by roofline-v1: x").meter(), None);
         assert!(!Method::parse("not measured (no meter); the value is predicted by roofline-v1").is_measured());
         assert!(!Method::parse("measuredish").is_measured(), "a prefix needs its colon");

@@ -430,10 +430,14 @@ fn measured_methods(
     }
     methods.insert("prefill_tok_s".into(), Method::measured(format!("timer, median of {n} repetitions")));
     methods.insert("ttft_ms".into(), Method::measured(format!("timer, median of {n} repetitions")));
-    methods.insert(
-        "peak_mem_increase_mb".into(),
-        Method::measured("VmHWM minus VmRSS before load (/proc/self/status), fresh process"),
-    );
+    // The probe names its memory meter: VmHWM on Linux and Android,
+    // phys_footprint in the iOS app.
+    let memory = probe
+        .methods
+        .get("peak_increase_bytes")
+        .cloned()
+        .unwrap_or_else(|| "VmHWM minus VmRSS before load (/proc/self/status), fresh process".into());
+    methods.insert("peak_mem_increase_mb".into(), Method::measured(memory));
     let package = if file_measured {
         Method::measured("size of the GGUF file run")
     } else {

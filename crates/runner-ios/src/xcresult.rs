@@ -23,8 +23,9 @@ pub const DECODE: &str = "dev.pocketbench.decode_tok_s";
 pub const PREFILL: &str = "dev.pocketbench.prefill_tok_s";
 /// Time to the first token, ms.
 pub const TTFT: &str = "dev.pocketbench.ttft_ms";
-/// The peak `phys_footprint` the probe read (`task_info`), kB.
-pub const FOOTPRINT: &str = "dev.pocketbench.phys_footprint_peak_kb";
+/// The peak memory increase the probe read (`phys_footprint` by
+/// `task_info`, less its value before the load), kB.
+pub const FOOTPRINT: &str = "dev.pocketbench.peak_increase_kb";
 /// `XCTClockMetric`'s display name.
 pub const CLOCK: &str = "Clock Monotonic Time";
 /// `XCTMemoryMetric`'s peak physical memory, as XCTest names it ("Memory
@@ -141,8 +142,9 @@ pub struct ProbeRun {
     pub prefill_tok_s: Vec<f64>,
     /// Time to first token per iteration, seconds.
     pub ttft_s: Vec<f64>,
-    /// The probe's peak `phys_footprint` per iteration, bytes.
-    pub footprint_peak_bytes: Vec<f64>,
+    /// The probe's peak memory increase (`phys_footprint`) per iteration,
+    /// bytes.
+    pub peak_increase_bytes: Vec<f64>,
     /// XCTest's clock time per iteration, seconds (absent: not measured).
     pub clock_s: Vec<f64>,
     /// XCTest's peak physical memory per iteration, bytes.
@@ -225,7 +227,7 @@ impl ProbeRun {
                     decode_tok_s: decode.measurements.clone(),
                     prefill_tok_s: same(PREFILL)?,
                     ttft_s: same(TTFT)?,
-                    footprint_peak_bytes: same(FOOTPRINT)?,
+                    peak_increase_bytes: same(FOOTPRINT)?,
                     clock_s: clock,
                     memory_peak_bytes: memory,
                 });
@@ -243,4 +245,123 @@ impl ProbeRun {
         }
         Ok(out)
     }
+}
+
+/// The name the app's XCTest gives the spec it measured.
+pub const SPEC_ATTACHMENT: &str = "pocketbench-spec";
+/// The name it gives each iteration's whole result JSON.
+pub const RESULT_ATTACHMENT: &str = "pocketbench-result";
+
+/// One test's entry in the `manifest.json` that `xcrun xcresulttool export
+/// attachments --path X.xcresult --output-path DIR` writes beside the
+/// files: the test and its attachments (fields as public Codable mirrors
+/// of the file have them, XCTestHTMLReport's `TestResultsSchema.swift`
+/// among them).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestEntry {
+    /// `ProbeMeasureTests/testMeasureSpec()`.
+    pub test_identifier: String,
+    /// Its attachments, in the order the test added them.
+    #[serde(default)]
+    pub attachments: Vec<ManifestAttachment>,
+}
+
+/// An exported attachment.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestAttachment {
+    /// The file's name in the output folder.
+    pub exported_file_name: String,
+    /// The attachment's name (`XCTAttachment.name`), as xcresulttool
+    /// suggests it (it may add a suffix).
+    #[serde(default)]
+    pub suggested_human_readable_name: Option<String>,
+    /// The device's name, where the manifest records it.
+    #[serde(default)]
+    pub device_name: Option<String>,
+    /// Seconds since 1970, where the manifest records it.
+    #[serde(default)]
+    pub timestamp: Option<f64>,
+}
+
+impl ManifestAttachment {
+    /// Whether the test named it `name` (xcresulttool's suggested name is
+    /// the attachment's name, perhaps with a suffix and an extension).
+    pub fn is(&self, name: &str) -> bool {
+        self.suggested_human_readable_name.as_deref().is_some_and(|n| n.starts_with(name))
+    }
+}
+
+/// The app's spec and results in an export of attachments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportedRun {
+    /// The test.
+    pub test: String,
+    /// The spec's file.
+    pub spec: std::path::PathBuf,
+    /// Each iteration's result file, in order.
+    pub results: Vec<std::path::PathBuf>,
+}
+
+/// Read `DIR/manifest.json` and find the app's spec and results: one
+/// [`ExportedRun`] per test that has them. Every file the manifest names
+/// must be in the folder.
+pub fn exported_runs(dir: &std::path::Path) -> Result<Vec<ExportedRun>, ExportError> {
+    let manifest = dir.join("manifest.json");
+    let file = manifest.display().to_string();
+    let text = std::fs::read_to_string(&manifest).map_err(|e| {
+        ExportError::new(
+            &file,
+            "",
+            format!("cannot be read ({e}): is this the --output-path of `xcresulttool export attachments`?"),
+        )
+    })?;
+    let entries: Vec<ManifestEntry> = export::json(&file, &text)?;
+    let mut out = Vec::new();
+    for (t, entry) in entries.iter().enumerate() {
+        let path = |a: &ManifestAttachment, i: usize| {
+            let p = dir.join(&a.exported_file_name);
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(ExportError::new(
+                    &file,
+                    format!("[{t}].attachments[{i}].exportedFileName"),
+                    format!("{} is not in the folder", a.exported_file_name),
+                ))
+            }
+        };
+        let mut spec = None;
+        let mut results = Vec::new();
+        for (i, a) in entry.attachments.iter().enumerate() {
+            if a.is(SPEC_ATTACHMENT) {
+                spec = Some(path(a, i)?);
+            } else if a.is(RESULT_ATTACHMENT) {
+                results.push(path(a, i)?);
+            }
+        }
+        match (spec, results.is_empty()) {
+            (Some(spec), false) => out.push(ExportedRun { test: entry.test_identifier.clone(), spec, results }),
+            (None, false) => {
+                return Err(ExportError::new(
+                    &file,
+                    format!("[{t}].attachments"),
+                    format!("results but no `{SPEC_ATTACHMENT}`: the spec they measured is not in the bundle"),
+                ))
+            }
+            _ => {}
+        }
+    }
+    if out.is_empty() {
+        return Err(ExportError::new(
+            &file,
+            "",
+            format!(
+                "no test has `{RESULT_ATTACHMENT}` attachments: export the attachments of the pocketbench app's XCTest \
+                 (ProbeMeasureTests), without --only-failures"
+            ),
+        ));
+    }
+    Ok(out)
 }

@@ -221,14 +221,16 @@ impl Table {
                 let found: Vec<usize> = (0..self.columns.len()).filter(|i| is_power(*i)).collect();
                 match found.as_slice() {
                     [one] => *one,
-                    [] => return Err(ExportError::new(
-                        file,
-                        "schema",
-                        format!(
+                    [] => {
+                        return Err(ExportError::new(
+                            file,
+                            "schema",
+                            format!(
                             "no column of `{}` carries a power (W, mW, µW): export the Power Profiler's power table",
                             self.schema
                         ),
-                    )),
+                        ))
+                    }
                     many => {
                         let names: Vec<&str> = many.iter().map(|i| self.columns[*i].mnemonic.as_str()).collect();
                         return Err(ExportError::new(

@@ -28,7 +28,7 @@ fn xcresult_metrics_give_the_apps_measurements_in_stored_units() {
     assert_eq!(r.prefill_tok_s.len(), 5);
     // ms to s, kB (decimal) to bytes.
     assert!((r.ttft_s[0] - 0.6825).abs() < 1e-12, "{:?}", r.ttft_s);
-    assert_eq!(r.footprint_peak_bytes[0], 230_400_000.0);
+    assert_eq!(r.peak_increase_bytes[0], 230_400_000.0);
     assert_eq!(r.memory_peak_bytes[2], 252_928_000.0);
     assert_eq!(r.clock_s, [2.51, 2.48, 2.49, 2.53, 2.5]);
 }

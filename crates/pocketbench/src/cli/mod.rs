@@ -20,6 +20,7 @@ mod gate_cmd;
 mod gate_measure;
 mod history_cmd;
 mod hostinfo_cmd;
+mod import_cmd;
 mod predict_cmd;
 mod probe_cmd;
 mod render;
@@ -85,6 +86,8 @@ pub enum Command {
     HostInfo(hostinfo_cmd::HostInfoArgs),
     /// Benchmarks of the measurement itself: `bench repeatability` (fresh-process spread).
     Bench(bench_cmd::BenchArgs),
+    /// Store a device farm's run of the pocketbench app's XCTest (exported attachments) in a sweep's store.
+    ImportXctest(import_cmd::ImportXctestArgs),
 }
 
 /// An engine flag's value: an engine's name, or `candle`, the built-in
@@ -209,5 +212,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Code> {
         Command::History(a) => history_cmd::run(&a),
         Command::HostInfo(a) => hostinfo_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Bench(a) => bench_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::ImportXctest(a) => import_cmd::run(&a, &devices(&cli.devices_dir)?),
     }
 }

@@ -100,7 +100,7 @@ pub struct MergeArgs {
 }
 
 /// The store file of an output folder (or the file itself).
-fn store_file(p: &Path) -> PathBuf {
+pub(super) fn store_file(p: &Path) -> PathBuf {
     if p.extension().is_some_and(|e| e == "db") {
         p.to_path_buf()
     } else {

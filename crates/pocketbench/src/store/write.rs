@@ -9,7 +9,41 @@ use super::{insert_sql, rows, sqlite, DeviceRow, RunRow, Store, StoreError, Swee
 use crate::outcome::{FailedMeasurement, Outcome};
 use crate::record::{Provenance, Record};
 
+const CONFIGURATION_SQL: &str = "INSERT OR IGNORE INTO configurations (id, params_total, name, hidden, layers, heads, \
+     kv_heads, head_dim, ffn, vocab, tied, qk_norm, quant, context) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
+     ?12, ?13, ?14)";
+
+fn insert_configuration(
+    st: &mut rusqlite::Statement<'_>,
+    s: &crate::arch::Shape,
+    params_total: u64,
+) -> rusqlite::Result<usize> {
+    st.execute(params![
+        s.id(),
+        params_total as i64,
+        s.to_string(),
+        s.hidden,
+        s.layers,
+        s.heads,
+        s.kv_heads,
+        s.head_dim,
+        s.ffn,
+        s.vocab,
+        s.tied,
+        s.qk_norm,
+        rows::name_of(&s.quant),
+        s.context
+    ])
+}
+
 impl Store {
+    /// Add a configuration outside the sweep's space (a measurement
+    /// imported from elsewhere); one already there is left as it is.
+    pub fn add_configuration(&mut self, shape: &crate::arch::Shape, params_total: u64) -> Result<(), StoreError> {
+        let mut st = self.conn.prepare(CONFIGURATION_SQL).map_err(|e| sqlite(&self.path, e))?;
+        insert_configuration(&mut st, shape, params_total).map(drop).map_err(|e| sqlite(&self.path, e))
+    }
+
     /// Write the sweep, its devices and its configurations (a new store).
     pub fn create_sweep(
         &mut self,
@@ -62,30 +96,9 @@ impl Store {
                 ])
                 .map_err(e)?;
             }
-            let mut st = tx
-                .prepare(
-                    "INSERT INTO configurations (id, params_total, name, hidden, layers, heads, kv_heads, head_dim, ffn, \
-                     vocab, tied, qk_norm, quant, context) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                )
-                .map_err(e)?;
+            let mut st = tx.prepare(CONFIGURATION_SQL).map_err(e)?;
             for (s, params_total) in shapes {
-                st.execute(params![
-                    s.id(),
-                    *params_total as i64,
-                    s.to_string(),
-                    s.hidden,
-                    s.layers,
-                    s.heads,
-                    s.kv_heads,
-                    s.head_dim,
-                    s.ffn,
-                    s.vocab,
-                    s.tied,
-                    s.qk_norm,
-                    rows::name_of(&s.quant),
-                    s.context
-                ])
-                .map_err(e)?;
+                insert_configuration(&mut st, s, *params_total).map_err(e)?;
             }
         }
         tx.commit().map_err(e)

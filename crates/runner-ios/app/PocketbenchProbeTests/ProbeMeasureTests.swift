@@ -1,10 +1,13 @@
 // XCTest's view of one spec: `measure(metrics:)` runs the probe on
 // spec.json (mnn-pocket-0.3b, q4_0, 1024 prompt + 128 generated tokens, 2
 // threads) and reports the probe's own speeds and peak phys_footprint
-// through a custom XCTMetric, beside XCTest's clock and memory metrics. A
-// farm reads them with `xcrun xcresulttool get test-results metrics --path
-// X.xcresult`; pocketbench's parser (crates/runner-ios/src/xcresult.rs)
-// knows these identifiers.
+// increase through a custom XCTMetric, beside XCTest's clock and memory
+// metrics. A farm reads them with `xcrun xcresulttool get test-results
+// metrics --path X.xcresult`; pocketbench's parser
+// (crates/runner-ios/src/xcresult.rs) knows these identifiers. The spec and
+// every iteration's whole result JSON are kept as attachments
+// (`pocketbench-spec`, `pocketbench-result`), which `xcresulttool export
+// attachments` writes out and `pocketbench import-xctest` stores.
 
 import XCTest
 @testable import PocketbenchProbe
@@ -39,7 +42,7 @@ struct ProbeResult: Decodable {
         let tokensHash: String?
     }
     let reps: [Rep]
-    let peakHwmBytes: UInt64?
+    let peakIncreaseBytes: UInt64?
 
     static func decode(_ json: String) throws -> ProbeResult {
         let decoder = JSONDecoder()
@@ -60,13 +63,14 @@ enum ProbeMetricError: Error {
 }
 
 /// Reports what the probe measured in the iteration just run: decode and
-/// prefill speed, time to first token and the peak phys_footprint (the
-/// jetsam ledger, read by the probe itself).
+/// prefill speed, time to first token and the peak memory increase (the
+/// phys_footprint ledger jetsam enforces, read by the probe itself, less
+/// its value before the model was loaded).
 final class ProbeMetric: NSObject, XCTMetric {
     static let decode = "dev.pocketbench.decode_tok_s"
     static let prefill = "dev.pocketbench.prefill_tok_s"
     static let ttft = "dev.pocketbench.ttft_ms"
-    static let footprint = "dev.pocketbench.phys_footprint_peak_kb"
+    static let footprint = "dev.pocketbench.peak_increase_kb"
 
     func copy(with zone: NSZone? = nil) -> Any {
         ProbeMetric()
@@ -92,10 +96,10 @@ final class ProbeMetric: NSObject, XCTMetric {
                 identifier: Self.ttft, displayName: "Time to first token",
                 doubleValue: ProbeResult.median(r.reps.map(\.ttftS)) * 1000, unitSymbol: "ms"),
         ]
-        if let peak = r.peakHwmBytes {
+        if let peak = r.peakIncreaseBytes {
             out.append(
                 XCTPerformanceMeasurement(
-                    identifier: Self.footprint, displayName: "Peak phys_footprint (probe)",
+                    identifier: Self.footprint, displayName: "Peak memory increase (phys_footprint, probe)",
                     doubleValue: Double(peak) / 1000, unitSymbol: "kB"))
         }
         return out
@@ -108,6 +112,7 @@ final class ProbeMeasureTests: XCTestCase {
             Bundle(for: Self.self).url(forResource: "spec", withExtension: "json"),
             "spec.json is not in the test bundle")
         let spec = try String(contentsOf: url, encoding: .utf8)
+        keep(spec, as: "pocketbench-spec")
         Probe.enterDataContainer()
         // The probe builds the seeded model once; the first run of the
         // block would otherwise time the build.
@@ -123,6 +128,7 @@ final class ProbeMeasureTests: XCTestCase {
                 XCTFail("the probe failed: \(failure)")
                 return
             }
+            keep(json, as: "pocketbench-result")
             do {
                 let result = try ProbeResult.decode(json)
                 // Greedy decoding of fixed weights and prompt: the same
@@ -135,5 +141,13 @@ final class ProbeMeasureTests: XCTestCase {
                 XCTFail("the probe's result did not decode: \(error)")
             }
         }
+    }
+
+    /// Keeps `json` in the result bundle whether the test passes or not.
+    private func keep(_ json: String, as name: String) {
+        let attachment = XCTAttachment(string: json)
+        attachment.name = name
+        attachment.lifetime = .keepAlways
+        add(attachment)
     }
 }

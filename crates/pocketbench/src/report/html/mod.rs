@@ -201,7 +201,7 @@ fn error_table(s: &mut String, measured: &[&Record]) {
          <th class=\"n\">prefill predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
          <th class=\"n\">TTFT ms predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
          <th class=\"n\">peak MB predicted</th><th class=\"n\">measured</th><th class=\"n\">error</th>\
-         <th class=\"n\">p99 ITL ms</th><th>output</th><th>samples</th></tr></thead><tbody>",
+         <th class=\"n\">p99 ITL ms</th><th>output</th><th>samples</th><th>measured by</th></tr></thead><tbody>",
     );
     for r in measured {
         let Some(m) = &r.measurement else { continue };
@@ -219,7 +219,7 @@ fn error_table(s: &mut String, measured: &[&Record]) {
              <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{}</td>{}{}</tr>",
+             <td class=\"n\">{}</td>{}{}<td class=\"muted\">{}</td></tr>",
             escape(&r.device),
             escape(&r.config_name),
             p.decode_tok_s,
@@ -236,10 +236,23 @@ fn error_table(s: &mut String, measured: &[&Record]) {
             err(p.peak_mem_increase_mb, r.peak_mem_increase_mb),
             m.itl.map_or("n/a".into(), |l| format!("{:.2}", l.p99_ms)),
             output_cell(m),
-            samples_cell(m)
+            samples_cell(m),
+            escape(&measured_by(r))
         );
     }
     s.push_str("</tbody></table></div><p class=\"muted\">Error = predicted / measured - 1.</p>");
+}
+
+/// Who measured a record and with which memory meter: the probe's engine,
+/// or the app's XCTest on a farm, and VmHWM or phys_footprint.
+fn measured_by(r: &Record) -> String {
+    let memory = r.methods.get("peak_mem_increase_mb").and_then(|m| m.meter());
+    let meter = match memory {
+        Some(crate::provenance::Meter::PhysFootprint) => "memory by phys_footprint",
+        Some(crate::provenance::Meter::VmHwm) => "memory by VmHWM",
+        _ => "memory as its method says",
+    };
+    format!("{}; {meter}", r.produced_by)
 }
 
 fn results_table(s: &mut String, report: &SweepReport) {
@@ -345,7 +358,7 @@ impl Exporter for ReportHtml {
             escape(&report.sweep)
         );
         let measured: Vec<&Record> = o.results.iter().filter(|r| r.provenance == Provenance::Measured).collect();
-        intro(&mut s, report, measured.len());
+        intro(&mut s, report, &measured);
         if let Some(v) = &report.comparison {
             compare::section(&mut s, v);
         }
@@ -368,8 +381,18 @@ mod tests;
 
 /// The title, what was swept, the provenance counts, and the devices whose
 /// predictions are not a calibration of them.
-fn intro(s: &mut String, report: &SweepReport, measured: usize) {
+fn intro(s: &mut String, report: &SweepReport, measured: &[&Record]) {
     let o = &report.outcome;
+    // The memory meters the measured records name (VmHWM on Linux and
+    // Android, phys_footprint in the iOS app).
+    let mut meters: Vec<&str> = measured
+        .iter()
+        .filter_map(|r| r.methods.get("peak_mem_increase_mb").and_then(|m| m.meter()))
+        .map(|m| if m == crate::provenance::Meter::PhysFootprint { "phys_footprint" } else { "VmHWM" })
+        .collect();
+    meters.sort_unstable();
+    meters.dedup();
+    let meters = if meters.is_empty() { "VmHWM".to_string() } else { meters.join(" or ") };
     let _ = write!(s, "<h1>Sweep <code>{}</code></h1>", escape(&report.sweep));
     if let Some(d) = &report.description {
         let _ = write!(s, "<p>{}</p>", escape(d));
@@ -379,13 +402,13 @@ fn intro(s: &mut String, report: &SweepReport, measured: usize) {
     let _ = write!(
         s,
         "<p>{configs} configurations on {} devices; each judged on a run of {} prompt + {} generated tokens; frontier objectives: {}.</p>\
-         <p><b>Provenance:</b> {} record(s) predicted by the calibrated physical model roofline-v1 (each device's calibration is named on its card), {} measured on a device (timer, VmHWM; energy as each record's method says). Capability is a proxy score unless a scores file replaced it.</p>",
+         <p><b>Provenance:</b> {} record(s) predicted by the calibrated physical model roofline-v1 (each device's calibration is named on its card), {} measured on a device (timer, {meters}; energy as each record's method says). Capability is a proxy score unless a scores file replaced it.</p>",
         o.devices.len(),
         report.prompt_tokens,
         report.gen_tokens,
         escape(&objectives.join(", ")),
-        o.results.len() - measured,
-        measured
+        o.results.len() - measured.len(),
+        measured.len()
     );
     for d in o.devices.iter().filter(|d| needs_calibration(&d.calibration)) {
         let _ = write!(
