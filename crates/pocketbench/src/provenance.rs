@@ -41,6 +41,10 @@ pub enum Meter {
     PowerSupply,
     /// A thermal zone or hwmon sensor.
     Thermal,
+    /// Instruments' Power Profiler (`xcrun xctrace`), on the Mac.
+    PowerProfiler,
+    /// An iPhone's battery gauge read from the Mac (`pymobiledevice3`).
+    BatteryGauge,
     /// Something else, named in the method's text.
     Other,
 }
@@ -61,6 +65,10 @@ impl Meter {
             Meter::Rapl
         } else if d.contains("power_supply") {
             Meter::PowerSupply
+        } else if d.starts_with("xctrace") {
+            Meter::PowerProfiler
+        } else if d.starts_with("pymobiledevice3") {
+            Meter::BatteryGauge
         } else if d.contains("thermal") || d.contains("hwmon") {
             Meter::Thermal
         } else {

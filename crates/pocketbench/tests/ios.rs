@@ -232,3 +232,75 @@ fn devices_lists_the_reachable_apple_devices_and_says_so_in_one_line_without_xcr
     assert_eq!(lines.len(), 1, "{text}");
     assert!(lines[0].contains("not asked") && lines[0].contains("needs a Mac with Xcode"), "{text}");
 }
+
+/// `pocketbench run --json` of a one-layer shape on `ios-any` with the
+/// energy method `energy`: the record, and the calls made.
+fn run_energy(energy: &str, fail: &str, reps: &str) -> (serde_json::Value, Vec<String>) {
+    let d = tempfile::tempdir().unwrap();
+    let mut c = pocketbench(d.path(), fail);
+    c.args(["run", "--hidden", "128", "--layers", "1", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
+        .args(["--vocab", "512", "--context", "256", "--device", "ios-any", "--json"])
+        .args(["--prompt", "16", "--gen", "8", "--threads", "1", "--reps", reps])
+        .env("POCKETBENCH_IOS_ENERGY", energy)
+        .env("POCKETBENCH_IOS_IDLE_S", "2")
+        .env("PYMOBILEDEVICE3", standin().join("support/pymobiledevice3"));
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (serde_json::from_slice(&out.stdout).unwrap(), calls(d.path()))
+}
+
+#[test]
+fn the_power_profiler_reads_the_launchs_energy_net_of_idle_and_says_how() {
+    let (r, calls) = run_energy("xctrace", "", "2");
+    let method = r["methods"]["energy_j_per_run"].as_str().unwrap();
+    assert!(
+        method.starts_with("measured: xctrace Power Profiler: `system-power` of table `standin-power`"),
+        "{method}"
+    );
+    assert!(method.contains("net of the idle power (1.00 W)") && method.contains("samples every 0.100 s"), "{method}");
+    // The stand-in draws 2 W over idle while the app runs: net energy is
+    // positive and below the gross, over the launch's 3 runs (warm-up included).
+    let net = r["energy_j_per_run"].as_f64().unwrap();
+    let gross = r["energy_gross_j_per_run"].as_f64().unwrap();
+    assert!(net > 0.0 && net < gross, "net {net} gross {gross}");
+    assert!(method.contains("over its 3 runs"), "{method}");
+    assert!(r["energy_j_per_run_low"].is_null(), "a measured energy carries no predicted range");
+    let record = calls.iter().find(|l| l.starts_with("xctrace record")).expect("xctrace record was called");
+    assert!(
+        record.contains("--template Power Profiler --device 00008140-001A2B3C4D5E6F70 --all-processes"),
+        "{record}"
+    );
+    assert!(calls.iter().any(|l| l.starts_with("xctrace export") && l.contains("--toc")), "{calls:?}");
+}
+
+#[test]
+fn the_battery_gauge_reads_the_drain_over_the_runs_with_its_resolution() {
+    let (r, calls) = run_energy("battery", "", "1");
+    let method = r["methods"]["energy_j_per_run"].as_str().unwrap();
+    assert!(method.starts_with("measured: pymobiledevice3 diagnostics battery single"), "{method}");
+    assert!(method.contains("30 mAh") && method.contains("resolution"), "{method}");
+    // 30 mAh at 3.9 V over the launch's 2 runs.
+    let j = r["energy_j_per_run"].as_f64().unwrap();
+    assert!((j - 30.0 * 3.9 * 3.6 / 2.0).abs() < 1e-9, "{j}");
+    let gauge: Vec<&String> = calls.iter().filter(|l| l.starts_with("pymobiledevice3")).collect();
+    assert_eq!(gauge.len(), 2, "{calls:?}");
+    assert!(gauge[0].ends_with("diagnostics battery single --udid 00008140-001A2B3C4D5E6F70"), "{gauge:?}");
+}
+
+#[test]
+fn without_a_reading_energy_is_not_measured_and_says_why() {
+    // No method: the prediction, labelled, and how to read one.
+    let (r, _) = run_energy("none", "", "1");
+    let m = r["methods"]["energy_j_per_run"].as_str().unwrap();
+    assert!(m.starts_with("not measured (iOS gives an app no energy counter"), "{m}");
+    assert!(m.contains("\"xctrace\"") && m.contains("\"battery\""), "{m}");
+    // A device on its charger: the gauge's drain is refused, the Power
+    // Profiler reads no power; the measurement stands, energy is not measured.
+    let (r, _) = run_energy("battery", "charging", "1");
+    let m = r["methods"]["energy_j_per_run"].as_str().unwrap();
+    assert!(m.contains("the battery gauge (pymobiledevice3) read no energy") && m.contains("external power"), "{m}");
+    assert!(r["decode_tok_s"].as_f64().unwrap() > 0.0);
+    let (r, _) = run_energy("xctrace", "charging", "1");
+    let m = r["methods"]["energy_j_per_run"].as_str().unwrap();
+    assert!(m.contains("read no power over the launch") && m.contains("charging"), "{m}");
+}

@@ -76,6 +76,11 @@ impl Xcrun {
         &self.program
     }
 
+    /// The environment every call gets.
+    pub fn envs(&self) -> impl Iterator<Item = (&OsString, &OsString)> {
+        self.envs.iter().map(|(k, v)| (k, v))
+    }
+
     fn spawn(&self, args: &[OsString], out: &Path, stdout: Stdio) -> Result<Child, DevicectlError> {
         // `--json-output FILE` right after the subcommand's words, before
         // its first option: never among the app's arguments at the end.
@@ -214,7 +219,7 @@ fn timed_out(what: &str, args: &[OsString], timeout: Duration) -> DevicectlError
     }
 }
 
-fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+pub(crate) fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
     std::thread::spawn(move || {
         let mut v = Vec::new();
         if let Some(mut r) = r {
@@ -225,7 +230,7 @@ fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Strin
 }
 
 /// Wait for `child` at most `timeout`; on timeout kill its process group.
-fn wait(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+pub(crate) fn wait(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Ok(Some(s)) = child.try_wait() {
@@ -240,7 +245,7 @@ fn wait(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus
 }
 
 /// Kill `child` and everything in its process group.
-fn kill(child: &mut Child) {
+pub(crate) fn kill(child: &mut Child) {
     #[cfg(unix)]
     if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);

@@ -24,6 +24,7 @@ pub mod error;
 pub mod export;
 pub mod json;
 pub mod select;
+pub mod tools;
 pub mod xcresult;
 pub mod xctrace;
 

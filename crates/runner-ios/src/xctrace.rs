@@ -322,3 +322,29 @@ pub fn energy(
         resolution_s,
     })
 }
+
+/// The schemas of the first run's tables in `xctrace export --toc` output:
+/// the tables one `--xpath` export each can fetch.
+pub fn toc_schemas(file: &str, text: &str) -> Result<Vec<String>, ExportError> {
+    let doc = roxmltree::Document::parse(text).map_err(|e| {
+        let p = e.pos();
+        ExportError::new(file, "", format!("not well-formed XML: {e}")).at(p.row as usize, p.col as usize)
+    })?;
+    let root = doc.root_element();
+    if !root.has_tag_name("trace-toc") {
+        return Err(ExportError::new(
+            file,
+            "",
+            format!("the root is <{}>, not xctrace's <trace-toc>", root.tag_name().name()),
+        ));
+    }
+    let run = root
+        .children()
+        .find(|n| n.has_tag_name("run"))
+        .ok_or_else(|| ExportError::new(file, "run", "the trace has no run: the recording held nothing"))?;
+    Ok(run
+        .descendants()
+        .filter(|n| n.has_tag_name("table"))
+        .filter_map(|t| t.attribute("schema").map(str::to_string))
+        .collect())
+}

@@ -187,3 +187,11 @@ fn battery_bad_input_is_refused_with_what_to_do() {
     let e = battery::parse("x.json", "[1, 2]").unwrap_err();
     assert!(e.message.contains("not a battery snapshot"), "{e}");
 }
+
+#[test]
+fn xctrace_toc_lists_the_first_runs_tables() {
+    let (f, text) = fixture("xctrace/toc.xml");
+    assert_eq!(xctrace::toc_schemas(&f, &text).unwrap(), ["test-power"]);
+    let (f, text) = fixture("xctrace/power.xml");
+    assert!(xctrace::toc_schemas(&f, &text).unwrap_err().message.contains("not xctrace's <trace-toc>"));
+}

@@ -194,7 +194,48 @@ pub enum Transport {
         /// reachable (`ios-any`). A named device's profile needs its udid.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         any: bool,
+        /// How a run's energy is read from the Mac (no app can read it);
+        /// `$POCKETBENCH_IOS_ENERGY` wins over it.
+        #[serde(default, skip_serializing_if = "IosEnergy::is_none")]
+        energy: IosEnergy,
     },
+}
+
+/// How the iOS runner reads a run's energy: an app has no energy counter,
+/// so it is read on the Mac around the launch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IosEnergy {
+    /// Not read: the record shows the prediction, labelled "not measured".
+    #[default]
+    None,
+    /// Instruments' Power Profiler (`xcrun xctrace record`), integrated
+    /// over the launch net of the idle power before it; a device charging
+    /// over its cable reads no power.
+    Xctrace,
+    /// The battery gauge before and after the launch (`pymobiledevice3
+    /// diagnostics battery single`), over the launch's runs: whole mAh, so
+    /// it needs many repetitions, and the device must not be charging.
+    Battery,
+}
+
+impl IosEnergy {
+    /// Not read.
+    pub fn is_none(&self) -> bool {
+        *self == IosEnergy::None
+    }
+}
+
+impl std::str::FromStr for IosEnergy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(IosEnergy::None),
+            "xctrace" => Ok(IosEnergy::Xctrace),
+            "battery" => Ok(IosEnergy::Battery),
+            other => Err(format!("unknown iOS energy method `{other}` (none, xctrace or battery)")),
+        }
+    }
 }
 
 /// Where the model runs.
@@ -516,7 +557,13 @@ mod tests {
         let ios = transport("[transport]\nkind = \"ios\"\nudid = \"\"\nany = true\n").unwrap();
         assert_eq!(
             ios,
-            Transport::Ios { udid: String::new(), bundle_id: DEFAULT_BUNDLE_ID.into(), app: None, any: true }
+            Transport::Ios {
+                udid: String::new(),
+                bundle_id: DEFAULT_BUNDLE_ID.into(),
+                app: None,
+                any: true,
+                energy: IosEnergy::None
+            }
         );
         let named = transport("[transport]\nkind = \"ios\"\nudid = \"Lab iPhone\"\nbundle-id = \"org.lab.probe\"\n");
         assert!(matches!(named, Ok(Transport::Ios { ref bundle_id, .. }) if bundle_id == "org.lab.probe"));

@@ -67,7 +67,7 @@ pub fn for_device_with(device: &Device, probe: Option<&Path>) -> Result<Box<dyn 
             let probe = android::probe_path(probe.as_deref())?;
             Ok(Box::new(AndroidRunner::new(device.id(), adb, probe, cpu_mask.clone(), crate::probe::cache_dir())))
         }
-        (Transport::Ios { udid, bundle_id, app, any }, None) => {
+        (Transport::Ios { udid, bundle_id, app, any, energy }, None) => {
             if udid.is_empty() && !any {
                 return Err(Error::usage(format!(
                     "device `{}` names no iPhone or iPad: set `udid` in its profile's [transport] (its identifier, UDID or name; `pocketbench devices` lists the reachable ones), or measure whichever one is attached with `--device ios-any`",
@@ -76,7 +76,8 @@ pub fn for_device_with(device: &Device, probe: Option<&Path>) -> Result<Box<dyn 
             }
             let xcrun = pocketbench_runner_ios::Xcrun::locate().map_err(|e| Error::Unavailable(e.to_string()))?;
             let app = ios::app_path(app.as_deref())?;
-            Ok(Box::new(IosRunner::new(device.id(), xcrun, udid.clone(), bundle_id.clone(), app)))
+            let energy = ios::energy::method(*energy)?;
+            Ok(Box::new(IosRunner::new(device.id(), xcrun, udid.clone(), bundle_id.clone(), app).with_energy(energy)))
         }
     }
 }

@@ -28,7 +28,10 @@ use pocketbench_runner_ios::json::{DeviceList, Installed, Processes};
 use pocketbench_runner_ios::{select, Console, Devicectl, DevicectlError, Xcrun};
 
 use super::{Failure, Job, Runner};
+use crate::device::IosEnergy;
 use crate::probe::{self, ProbeResult};
+
+pub mod energy;
 
 /// The contract's paths and names (`pocketbench_runner_ios::contract`):
 /// the spec, the result and the models in the app's data container, and
@@ -49,6 +52,7 @@ pub struct IosRunner {
     bundle: String,
     app: Option<PathBuf>,
     installed: Mutex<bool>,
+    energy: IosEnergy,
 }
 
 /// The `.app` to install: `$POCKETBENCH_IOS_APP`, else the profile's
@@ -75,7 +79,21 @@ impl IosRunner {
     /// A runner for `device` through `xcrun` (selector empty: the only
     /// reachable device).
     pub fn new(device: &str, xcrun: Xcrun, selector: String, bundle: String, app: Option<PathBuf>) -> Self {
-        IosRunner { device: device.into(), xcrun, selector, bundle, app, installed: Mutex::new(false) }
+        IosRunner {
+            device: device.into(),
+            xcrun,
+            selector,
+            bundle,
+            app,
+            installed: Mutex::new(false),
+            energy: IosEnergy::None,
+        }
+    }
+
+    /// Read each launch's energy from the Mac this way.
+    pub fn with_energy(mut self, energy: IosEnergy) -> Self {
+        self.energy = energy;
+        self
     }
 
     /// The app's executable name, which a hung launch is found by.
@@ -168,7 +186,12 @@ impl Runner for IosRunner {
             Some(a) => format!("the app {} ({})", self.bundle, a.display()),
             None => format!("the installed app {}", self.bundle),
         };
-        format!("{} via {app} on {on}", engine.name())
+        let energy = match self.energy {
+            IosEnergy::None => String::new(),
+            IosEnergy::Xctrace => ", energy by xctrace's Power Profiler".into(),
+            IosEnergy::Battery => ", energy by the battery gauge (pymobiledevice3)".into(),
+        };
+        format!("{} via {app} on {on}{energy}", engine.name())
     }
 
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure> {
@@ -183,9 +206,21 @@ impl Runner for IosRunner {
             .call::<serde_json::Value>("copy to", &ctl.copy_to(&self.bundle, &spec_path, Path::new(SPEC)), SHORT)
             .map_err(unavailable)?;
         let limit = super::android::backstop(job);
+        let udid = props.get("ios.udid").map(String::as_str);
+        let (mut session, started) = match energy::begin(self.energy, &self.xcrun, udid, local.path(), limit) {
+            None => (None, None),
+            Some(Ok(s)) => (Some(s), None),
+            Some(Err(why)) => (None, Some(Err(why))),
+        };
+        if let Some(s) = session.as_mut() {
+            s.launched();
+        }
         let mut hung = false;
         let console =
             self.xcrun.launch_console(&ctl.launch(&self.bundle, &[SPEC_ARG, SPEC]), limit, &mut || hung = true);
+        if let Some(s) = session.as_mut() {
+            s.ended();
+        }
         if hung {
             self.terminate_hung(&ctl);
             return Err(Failure::Timeout { seconds: limit.as_secs_f64() });
@@ -195,6 +230,9 @@ impl Runner for IosRunner {
                 let text = self.copy_back(&ctl, local.path())?;
                 let mut r = ProbeResult::from_json(&text).map_err(|e| Failure::BadOutput { reason: e.to_string() })?;
                 r.device_props.extend(props);
+                let runs = r.warmup + r.reps.len() as u32;
+                let reading = session.map(|s| s.finish(runs)).or(started);
+                energy::apply(&mut r, self.energy, reading);
                 Ok(r)
             }
             Console::Failed(message) => Err(Failure::AppError { message }),
