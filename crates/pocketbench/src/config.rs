@@ -72,6 +72,42 @@ pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, ConfigEr
     })
 }
 
+/// Where a dotted key (`engine.threads`, `calibration[2].value`) is written
+/// in TOML `text`: its 1-based line and column (the value's, else the key's
+/// table). None where the text does not parse or has no such key.
+pub fn position_of(text: &str, key: &str) -> Option<(usize, usize)> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let mut item = doc.as_item();
+    let mut span = None;
+    for part in key.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        let next = match item.get(name) {
+            Some(next) => next,
+            None => break,
+        };
+        item = next;
+        span = item.span().or(span);
+        if let Some(i) = index {
+            match item.get(i) {
+                Some(t) => {
+                    item = t;
+                    span = item.span().or(span);
+                }
+                None => break,
+            }
+        }
+    }
+    // A parameter written as a table (`[model.x]` with `value = ...`) is
+    // wrong in its value, not its header.
+    if let Some(v) = item.as_table_like().and_then(|t| t.get("value")).and_then(|v| v.span()) {
+        span = Some(v);
+    }
+    span.map(|r| line_col(text, r.start))
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
@@ -118,6 +154,18 @@ mod tests {
         let e = parse::<Top>(Path::new("x.toml"), "[inner]\nsize = \"3 MB\"\nsise = 1\n").unwrap_err();
         assert_eq!((e.line, e.column), (Some(3), Some(1)));
         assert!(e.message.starts_with("unknown field `sise`"), "{e}");
+    }
+
+    #[test]
+    fn a_key_is_found_where_it_is_written() {
+        let text = "[device]\nid = \"x\"\n\n[engine]\nname = \"e\"\nthreads = 0\n\n[[calibration]]\nvalue = 1\n\n[[calibration]]\nvalue = -2\n";
+        assert_eq!(position_of(text, "engine.threads"), Some((6, 11)));
+        assert_eq!(position_of(text, "calibration[1].value"), Some((12, 9)));
+        assert_eq!(position_of(text, "engine").map(|p| p.0), Some(4));
+        // A key that is not written (a default): its table, else nothing.
+        assert_eq!(position_of(text, "engine.kv-bits").map(|p| p.0), Some(4));
+        assert_eq!(position_of(text, "facts.battery"), None);
+        assert_eq!(position_of("not toml [", "engine"), None);
     }
 
     #[test]

@@ -151,6 +151,18 @@ pub enum Error {
     /// pymobiledevice3) cannot be read as what it should be.
     #[error(transparent)]
     Export(#[from] pocketbench_runner_ios::export::ExportError),
+    /// Writing the command's own output (stdout, stderr) failed; a closed
+    /// pipe (`pocketbench ... | head`) is not an error to the user.
+    #[error("writing the output: {0}")]
+    Output(#[source] std::io::Error),
+    /// An error, and what was being done when it happened.
+    #[error("{what}: {source}")]
+    Context {
+        /// What was being done ("reading the baseline").
+        what: String,
+        /// The error.
+        source: Box<Error>,
+    },
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -205,10 +217,47 @@ impl Error {
             Error::Source(e) => usage(e.is_usage()),
             Error::Probe(e) => usage(matches!(e, crate::probe::entry::EntryError::Usage(_))),
             Error::Model(e) => usage(matches!(e, crate::probe::gguf::GgufError::Unsupported(_))),
-            Error::Unavailable(_) | Error::Measurement(_) | Error::ProfileWrite { .. } | Error::Io { .. } => {
-                ExitCode::Harness
-            }
+            Error::Unavailable(_)
+            | Error::Measurement(_)
+            | Error::ProfileWrite { .. }
+            | Error::Io { .. }
+            | Error::Output(_) => ExitCode::Harness,
+            Error::Context { source, .. } => source.exit_code(),
             Error::InvalidOutput(_) => ExitCode::InvalidOutput,
         }
+    }
+
+    /// The same error, saying what was being done.
+    pub fn context(self, what: impl Into<String>) -> Error {
+        Error::Context { what: what.into(), source: Box::new(self) }
+    }
+
+    /// Whether it is a write to a closed pipe (the reader went away).
+    pub fn is_broken_pipe(&self) -> bool {
+        match self {
+            Error::Output(e) => e.kind() == std::io::ErrorKind::BrokenPipe,
+            Error::Context { source, .. } => source.is_broken_pipe(),
+            _ => false,
+        }
+    }
+}
+
+/// `.context(..)` and `.with_context(..)` on any result whose error is (or
+/// converts into) the library's: the error then says what was being done,
+/// and keeps its exit code.
+pub trait Context<T> {
+    /// Say what was being done.
+    fn context(self, what: impl Into<String>) -> Result<T, Error>;
+    /// Say what was being done, worded only on failure.
+    fn with_context<S: Into<String>>(self, what: impl FnOnce() -> S) -> Result<T, Error>;
+}
+
+impl<T, E: Into<Error>> Context<T> for Result<T, E> {
+    fn context(self, what: impl Into<String>) -> Result<T, Error> {
+        self.map_err(|e| e.into().context(what))
+    }
+
+    fn with_context<S: Into<String>>(self, what: impl FnOnce() -> S) -> Result<T, Error> {
+        self.map_err(|e| e.into().context(what()))
     }
 }

@@ -53,6 +53,9 @@ pub use pocketbench_types::{arch, fnv1a, stats, units, workload};
 
 pub use error::{Error, ExitCode};
 
+/// A result with the library's error.
+pub type Result<T> = std::result::Result<T, Error>;
+
 /// `pocketbench <version> (<git commit>)`: the harness version a store
 /// records and a resumed sweep must match.
 pub fn harness_version() -> String {

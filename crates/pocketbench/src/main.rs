@@ -15,7 +15,8 @@ fn main() -> ExitCode {
         Err(err) if cli::exit::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let code = cli::exit::classify(&err);
-            eprintln!("error: {err:#}");
+            // Each error's text already carries its causes, once.
+            eprintln!("error: {err}");
             code.into()
         }
     }

@@ -305,13 +305,21 @@ fn every_invalid_profile_and_key_is_reported_at_once() {
     edit("oneplus-13", &[("act-bits = 16", "act-bits = 7")]);
     let a = pb().args(["--devices-dir", dir.path().to_str().unwrap(), "devices"]).assert().code(2);
     let stderr = String::from_utf8_lossy(&a.get_output().stderr).to_string();
-    for want in [
-        "ipad-pro-m5.toml: model.compute-efficiency: must be in (0, 100%], got 250%",
-        "ipad-pro-m5.toml: engine.kv-bits: must be 4, 8, 16 or 32, got 12",
-        "ipad-pro-m5.toml: model.active-power.range: must be [low, high] with low <= high",
-        "oneplus-13.toml: engine.act-bits: must be 4, 8, 16 or 32, got 7",
+    // Each names its file, line and column, then the key.
+    for (file, want) in [
+        ("ipad-pro-m5.toml", "model.compute-efficiency: must be in (0, 100%], got 250%"),
+        ("ipad-pro-m5.toml", "engine.kv-bits: must be 4, 8, 16 or 32, got 12"),
+        ("ipad-pro-m5.toml", "model.active-power.range: must be [low, high] with low <= high"),
+        ("oneplus-13.toml", "engine.act-bits: must be 4, 8, 16 or 32, got 7"),
     ] {
-        assert!(stderr.contains(want), "missing `{want}` in:\n{stderr}");
+        let line =
+            stderr.lines().find(|l| l.contains(want)).unwrap_or_else(|| panic!("missing `{want}` in:\n{stderr}"));
+        let at = line.split(file).nth(1).unwrap_or_else(|| panic!("`{line}` does not name {file}"));
+        let pos: Vec<&str> = at.splitn(4, ':').collect();
+        assert!(
+            pos.len() == 4 && pos[1].parse::<u32>().is_ok() && pos[2].parse::<u32>().is_ok(),
+            "`{line}`: no line:col"
+        );
     }
 }
 

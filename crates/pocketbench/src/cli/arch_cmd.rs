@@ -34,7 +34,7 @@ struct ArchJson {
 }
 
 /// Run `arch`.
-pub fn run(a: &ArchArgs) -> anyhow::Result<Code> {
+pub fn run(a: &ArchArgs) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
     let acct = shape.accounting();
     if a.json {
@@ -48,7 +48,7 @@ pub fn run(a: &ArchArgs) -> anyhow::Result<Code> {
             prefill_flops_1024: prefill_flops(&shape, &acct, 1024.0),
             notes: "arithmetic from the shape; package adds a tokenizer/graph estimate (23.5 B x vocab + 0.93 MB); kv_bytes_per_token at f16; MB = 10^6 B",
         };
-        outln!("{}", serde_json::to_string_pretty(&j)?);
+        outln!("{}", super::pretty(&j)?);
         return Ok(Code::Ok);
     }
     let b = |v: u64| ByteSize(v as f64).to_string();
@@ -93,7 +93,7 @@ pub fn run(a: &ArchArgs) -> anyhow::Result<Code> {
 }
 
 /// Run `presets`.
-pub fn presets() -> anyhow::Result<Code> {
+pub fn presets() -> pocketbench::Result<Code> {
     outln!(
         "{:<16} {:>6} {:>6} {:>8} {:>9} {:>6} {:>7} {:>9}  source",
         "preset",

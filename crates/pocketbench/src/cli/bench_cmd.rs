@@ -66,29 +66,28 @@ pub struct RepeatabilityArgs {
 }
 
 /// Run `bench`.
-pub fn run(a: &BenchArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &BenchArgs, devices: &Devices) -> pocketbench::Result<Code> {
     match &a.what {
         BenchCommand::Repeatability(r) => repeatability(r, devices),
     }
 }
 
-fn repeatability(a: &RepeatabilityArgs, devices: &Devices) -> anyhow::Result<Code> {
+fn repeatability(a: &RepeatabilityArgs, devices: &Devices) -> pocketbench::Result<Code> {
     if a.processes < 2 {
         return Err(pocketbench::Error::usage(format!(
             "--processes must be at least 2 (a spread needs two), got {}",
             a.processes
-        ))
-        .into());
+        )));
     }
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
     let w =
         WorkloadArgs { prompt: a.workload.prompt.or(Some(1)), gen: a.workload.gen.or(Some(128)) }.on_device(device)?;
     let settings = a.measure.settings(Reps::Auto);
-    let job = settings.job(device, shape, w).map_err(pocketbench::Error::from)?;
+    let job = settings.job(device, shape, w)?;
     if let Some(p) = &a.llama_bench {
         if !p.is_file() {
-            return Err(pocketbench::Error::usage(format!("--llama-bench {}: no such file", p.display())).into());
+            return Err(pocketbench::Error::usage(format!("--llama-bench {}: no such file", p.display())));
         }
         // Read by the llama-bench engine when it looks for its tool; set
         // before any thread is started.
@@ -102,7 +101,7 @@ fn repeatability(a: &RepeatabilityArgs, devices: &Devices) -> anyhow::Result<Cod
             threads: Some(job.threads),
             ..settings.clone()
         };
-        Some(s.job(device, shape, w).map_err(pocketbench::Error::from)?)
+        Some(s.job(device, shape, w)?)
     } else {
         None
     };
@@ -136,7 +135,7 @@ fn repeatability(a: &RepeatabilityArgs, devices: &Devices) -> anyhow::Result<Cod
         &mut reporter,
     );
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", super::pretty(&r)?);
     } else {
         print(&r)?;
     }
@@ -147,7 +146,7 @@ fn pct(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0))
 }
 
-fn print_series(name: &str, s: &Series) -> anyhow::Result<()> {
+fn print_series(name: &str, s: &Series) -> pocketbench::Result<()> {
     outln!("{name}");
     outln!("  process   decode tok/s   reps   ±median   efficiency   bandwidth GB/s   at reference   flags");
     for (i, p) in s.processes.iter().enumerate() {
@@ -199,7 +198,7 @@ fn print_series(name: &str, s: &Series) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print(r: &Repeatability) -> anyhow::Result<()> {
+fn print(r: &Repeatability) -> pocketbench::Result<()> {
     outln!("{} at {} on {}, {} threads", r.config, r.workload, r.device, r.threads);
     let ours = r.ours.processes.first().map_or("ours".to_string(), |p| p.engine.clone());
     print_series(&ours, &r.ours)?;

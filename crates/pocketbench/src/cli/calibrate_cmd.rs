@@ -1,10 +1,10 @@
 //! `pocketbench calibrate`.
 
-use anyhow::Context;
 use clap::Args;
 use pocketbench::calibrate::design::Design;
 use pocketbench::calibrate::{calibrate, host, write_back};
 use pocketbench::device::{Device, Devices, Origin};
+use pocketbench::error::Context;
 
 use super::calibrate_print::{self as print, print_fit};
 use super::render::{StderrReporter, Style};
@@ -87,12 +87,12 @@ pub struct CalibrateArgs {
 }
 
 /// Run `calibrate`.
-pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let id = a.device.as_deref().unwrap_or_default();
     let mut reporter = StderrReporter::new(Style::Auto);
     if a.measure {
         let design = match &a.design {
-            Some(f) => Design::from_file(f).map_err(pocketbench::Error::from)?,
+            Some(f) => Design::from_file(f)?,
             None => Design::built_in(a.quick),
         }
         .with_rounds(a.rounds);
@@ -106,7 +106,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
         let done = host::calibrate_host(devices, id, &design, &o, &mut reporter)?;
         drop(reporter);
         if a.json {
-            outln!("{}", serde_json::to_string_pretty(&[&done.calibration])?);
+            outln!("{}", super::pretty(&[&done.calibration])?);
         } else {
             print::calibrated(&done, id, a.verbose)?;
         }
@@ -114,14 +114,14 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
     }
     if let Some(file) = &a.check {
         let design = match file {
-            Some(f) => Design::check_file(f).map_err(pocketbench::Error::from)?,
+            Some(f) => Design::check_file(f)?,
             None => Design::check_built_in(),
         }
         .with_rounds(a.rounds);
         let done = host::check_host(devices, id, &design, a.threads, a.fresh, &mut reporter)?;
         drop(reporter);
         if a.json {
-            outln!("{}", serde_json::to_string_pretty(&done)?);
+            outln!("{}", super::pretty(&done)?);
         } else {
             print::checked(&done)?;
         }
@@ -139,7 +139,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> anyhow::Result<Code> {
 
 /// `calibrate --add`: every record read and checked first, then the
 /// points added together and fitted before anything is written.
-fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> anyhow::Result<Code> {
+fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> pocketbench::Result<Code> {
     let device = devices.get(id)?;
     // Every file is read and checked first; then the points are added
     // together, so a bad third file leaves the profile as it was.
@@ -154,8 +154,7 @@ fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> anyhow::Result<Code> {
                 "{}: measured on `{}`, not `{id}`",
                 f.display(),
                 rec.device
-            ))
-            .into());
+            )));
         }
         let point = pocketbench::calibrate::point_from_record(&rec, a.holdout).ok_or_else(|| {
             pocketbench::Error::usage(format!("{}: a predicted record, not a measurement", f.display()))
@@ -169,8 +168,7 @@ fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> anyhow::Result<Code> {
                     point.machine.as_deref().unwrap_or("unrecorded"),
                     here.describe(),
                     here.fingerprint
-                ))
-                .into());
+                )));
             }
         }
         points.push(point);
@@ -180,7 +178,7 @@ fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> anyhow::Result<Code> {
     // writes nothing; with --dry-run nothing is written either way.
     let (device, target) = pocketbench::calibrate::with_points_added(devices, device, &points)
         .with_context(|| format!("adding calibration points to the profile of `{id}`"))?;
-    calibrate(&device).map_err(pocketbench::Error::from).context("the points were not added (nothing was written)")?;
+    calibrate(&device).context("the points were not added (nothing was written)")?;
     if !a.dry_run {
         pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())?;
     }
@@ -190,17 +188,16 @@ fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> anyhow::Result<Code> {
     fit_and_report(a, &[&device])
 }
 
-fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> anyhow::Result<Code> {
+fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> pocketbench::Result<Code> {
     let mut all = Vec::new();
     for &device in targets {
         if device.points().is_empty() {
             return Err(pocketbench::Error::usage(format!(
                 "device `{}` has no calibration points: its parameters are documented priors",
                 device.id()
-            ))
-            .into());
+            )));
         }
-        let cal = calibrate(device).map_err(pocketbench::Error::from)?;
+        let cal = calibrate(device)?;
         let written = !a.dry_run && matches!(device.origin(), Origin::File(_));
         if !a.dry_run {
             write_back(device, &cal)?;
@@ -211,7 +208,7 @@ fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> anyhow::Result<Code
         all.push(cal);
     }
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&all)?);
+        outln!("{}", super::pretty(&all)?);
     }
     Ok(Code::Ok)
 }

@@ -6,7 +6,7 @@ use pocketbench::calibrate::{Calibration, DriftSummary};
 use pocketbench::device::Device;
 
 /// Print a fit: its parameters, every residual, and the held-out errors.
-pub fn print_fit(device: &Device, cal: &Calibration, note: &str, verbose: bool) -> anyhow::Result<()> {
+pub fn print_fit(device: &Device, cal: &Calibration, note: &str, verbose: bool) -> pocketbench::Result<()> {
     outln!("{} ({}): fitted to {} point(s), {note}", device.id(), device.origin(), device.points().len());
     for (k, v) in &cal.fitted {
         let bound = if cal.at_bound.contains(k) { "  (at the bound of its range)" } else { "" };
@@ -38,7 +38,7 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str, verbose: bool) 
 
 /// Print how far the same job's decode rounds lay apart on this machine,
 /// beside the tolerance the errors are counted against.
-pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> std::io::Result<()> {
+pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> pocketbench::Result<()> {
     outln!(
         "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%; split-half (its odd rounds against its even ones) within {:.0}% for {} of {}",
         r.median_spread * 100.0,
@@ -54,7 +54,7 @@ pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> std::io
 }
 
 /// Print residuals as a table, one row per figure, held-out ones marked.
-pub fn print_residuals(residuals: &[pocketbench::calibrate::Residual]) -> std::io::Result<()> {
+pub fn print_residuals(residuals: &[pocketbench::calibrate::Residual]) -> pocketbench::Result<()> {
     let label = |r: &pocketbench::calibrate::Residual| {
         if r.holdout {
             format!("{} [held out]", r.model)
@@ -87,7 +87,7 @@ pub fn print_residuals(residuals: &[pocketbench::calibrate::Residual]) -> std::i
 }
 
 /// Print a calibration of this machine: the fit, the repeatability, the time.
-pub fn calibrated(c: &Calibrated, id: &str, verbose: bool) -> anyhow::Result<()> {
+pub fn calibrated(c: &Calibrated, id: &str, verbose: bool) -> pocketbench::Result<()> {
     let note = match &c.written {
         Some(p) => format!("written to {}", p.display()),
         None => "not written (--dry-run)".into(),
@@ -106,7 +106,7 @@ pub fn calibrated(c: &Calibrated, id: &str, verbose: bool) -> anyhow::Result<()>
 
 /// Print a check of this machine's profile: every residual, the accuracy
 /// per metric, the repeatability and drift, the time.
-pub fn checked(c: &Checked) -> anyhow::Result<()> {
+pub fn checked(c: &Checked) -> pocketbench::Result<()> {
     let (label, id, residuals) = (&c.calibration, &c.device, &c.residuals);
     outln!("{label}: predicted as `predict --device {id}` does, against {} measured figure(s)", residuals.len());
     print_residuals(residuals)?;
@@ -133,7 +133,7 @@ pub fn checked(c: &Checked) -> anyhow::Result<()> {
 
 /// Print how far the machine moved since its calibration, and the decode
 /// accuracy had it not.
-fn print_drift(d: &DriftSummary) -> std::io::Result<()> {
+fn print_drift(d: &DriftSummary) -> pocketbench::Result<()> {
     let lo = d.jobs.iter().map(|j| j.change).fold(f64::INFINITY, f64::min);
     let hi = d.jobs.iter().map(|j| j.change).fold(f64::NEG_INFINITY, f64::max);
     outln!(

@@ -49,7 +49,7 @@ struct Row {
 }
 
 /// Run `devices`.
-pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &DevicesArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let attached = (!a.offline).then(|| {
         pocketbench_runner_android::Adb::found("")
             .map_err(|e| pocketbench::Error::Unavailable(e.to_string()))
@@ -62,7 +62,7 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> anyhow::Result<Code> {
     });
     let rows = rows(devices, &attached, &apple);
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", super::pretty(&rows)?);
         return Ok(Code::Ok);
     }
     let wid = rows.iter().fold(6, |w, r| w.max(r.id.len()));
@@ -115,7 +115,7 @@ fn rows(devices: &Devices, attached: &Asked, apple: &Asked) -> Vec<Row> {
         .collect()
 }
 
-fn print_table(rows: &[Row]) -> anyhow::Result<()> {
+fn print_table(rows: &[Row]) -> pocketbench::Result<()> {
     let (wid, weng) = rows.iter().fold((6, 6), |(a, b), r| (a.max(r.id.len()), b.max(r.engine.len())));
     outln!(
         "{:<wid$} {:<weng$} {:>10} {:>9} {:>10}  {:<10} calibration",
@@ -146,7 +146,7 @@ fn print_table(rows: &[Row]) -> anyhow::Result<()> {
 
 /// The devices a tool (adb, devicectl) lists, and which profile measures
 /// which (or why not).
-fn print_attached(what: &str, attached: &Asked, wid: usize) -> anyhow::Result<()> {
+fn print_attached(what: &str, attached: &Asked, wid: usize) -> pocketbench::Result<()> {
     match attached {
         None => {}
         Some(Err(e)) => outln!("\n{what}: not asked ({e})"),
@@ -177,7 +177,7 @@ fn print_attached(what: &str, attached: &Asked, wid: usize) -> anyhow::Result<()
 }
 
 /// This machine, and where its own profiles are.
-fn print_machine(devices: &Devices) -> anyhow::Result<()> {
+fn print_machine(devices: &Devices) -> pocketbench::Result<()> {
     if let Some(here) = devices.here() {
         outln!("\nthis machine: {} (fingerprint {})", here.describe(), here.fingerprint);
         match devices.home() {

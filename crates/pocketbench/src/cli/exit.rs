@@ -3,16 +3,14 @@
 
 pub use pocketbench::ExitCode as Code;
 
-/// The exit code of an error: the library error in its chain says
-/// ([`pocketbench::Error::exit_code`]); anything else (a write to stdout
-/// that failed, say) is the harness's.
-pub fn classify(err: &anyhow::Error) -> Code {
-    err.chain()
-        .find_map(|c| c.downcast_ref::<pocketbench::Error>())
-        .map_or(Code::Harness, pocketbench::Error::exit_code)
+/// The exit code of an error: every command returns the library's one
+/// error type, and [`pocketbench::Error::exit_code`] is the one place
+/// that maps it.
+pub fn classify(err: &pocketbench::Error) -> Code {
+    err.exit_code()
 }
 
 /// Whether the error is a write to a closed pipe.
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+pub fn is_broken_pipe(err: &pocketbench::Error) -> bool {
+    err.is_broken_pipe()
 }

@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use clap::{Args, ValueEnum};
+use pocketbench::error::Context;
 use pocketbench::gate::{self, power, EffectRule, Outcome, Settings, Status};
 use pocketbench::report::gate as render;
 
@@ -107,11 +107,10 @@ fn metric_arg(s: &str) -> Result<gate::Metric, String> {
     })
 }
 
-fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
+fn settings(a: &GateArgs) -> pocketbench::Result<Settings> {
     let mut s = match &a.sweep {
         Some(path) => {
-            let spec: pocketbench::sweep::SweepToml =
-                pocketbench::config::load(path).map_err(pocketbench::Error::from)?;
+            let spec: pocketbench::sweep::SweepToml = pocketbench::config::load(path)?;
             let s = spec.gate.unwrap_or_default();
             s.validate().map_err(|e| {
                 pocketbench::Error::from(pocketbench::sweep::SweepError::Invalid {
@@ -140,14 +139,13 @@ fn settings(a: &GateArgs) -> anyhow::Result<Settings> {
 }
 
 /// Write an output file whole or not at all (a killed gate leaves no partial
-/// JUnit for CI to read). An I/O error carries no library error, so
-/// `exit::classify` gives it exit 3.
-pub(super) fn write(path: &Path, text: &str) -> anyhow::Result<()> {
-    pocketbench::calibrate::write_atomic(path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+/// JUnit for CI to read). An I/O error names the file and exits 3.
+pub(super) fn write(path: &Path, text: &str) -> pocketbench::Result<()> {
+    pocketbench::calibrate::write_atomic(path, text.as_bytes()).map_err(|e| pocketbench::Error::io(path, e))
 }
 
 /// Run `gate`.
-pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> {
+pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> pocketbench::Result<Code> {
     let s = settings(a)?;
     if a.power {
         return print_power(a, &s);
@@ -156,7 +154,7 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> 
         super::gate_measure::run(&a.sides, a.sweep.as_deref(), &super::devices(devices_dir)?, s.min_samples)?
     } else {
         let (Some(b), Some(c)) = (&a.baseline, &a.candidate) else {
-            return Err(pocketbench::Error::usage("--baseline and --candidate are both needed").into());
+            return Err(pocketbench::Error::usage("--baseline and --candidate are both needed"));
         };
         (
             pocketbench::report::source::load(b).context("reading the baseline")?,
@@ -166,7 +164,7 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> 
     let metrics = if a.metric.is_empty() { gate::Metric::ALL.to_vec() } else { a.metric.clone() };
     let v = gate::evaluate_metrics(&baseline, &candidate, &s, &metrics);
     if let Some(p) = &a.json {
-        write(p, &(serde_json::to_string_pretty(&v)? + "\n"))?;
+        write(p, &(super::pretty(&v)? + "\n"))?;
     }
     if let Some(p) = &a.junit {
         write(p, &render::junit(&v))?;
@@ -179,7 +177,7 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> 
     // its speeds mean nothing, whatever the verdict says of them.
     for (side, l) in [("baseline", &baseline), ("candidate", &candidate)] {
         if let Some(why) = gate::trust::any_invalid_output(&l.records) {
-            return Err(pocketbench::Error::InvalidOutput(format!("the {side}: {why}")).into());
+            return Err(pocketbench::Error::InvalidOutput(format!("the {side}: {why}")));
         }
     }
     let failed = v.outcome == Outcome::Fail;
@@ -187,20 +185,17 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> anyhow::Result<Code> 
 }
 
 /// Append to the step summary, keeping the whole file under GitHub's 1 MiB.
-fn append_summary(p: &Path, v: &gate::Verdict) -> anyhow::Result<()> {
+fn append_summary(p: &Path, v: &gate::Verdict) -> pocketbench::Result<()> {
     use std::io::Write;
     let used = std::fs::metadata(p).map_or(0, |m| m.len() as usize);
     let room = render::SUMMARY_LIMIT.saturating_sub(used + 1);
     let text = render::summary(v, room);
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(p)
-        .with_context(|| format!("opening {}", p.display()))?;
-    f.write_all(text.as_bytes()).with_context(|| format!("writing {}", p.display()))
+    let mut f =
+        std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| pocketbench::Error::io(p, e))?;
+    f.write_all(text.as_bytes()).map_err(|e| pocketbench::Error::io(p, e))
 }
 
-fn print(v: &gate::Verdict) -> anyhow::Result<()> {
+fn print(v: &gate::Verdict) -> pocketbench::Result<()> {
     let shown = |c: &&gate::Comparison| c.fails() || !matches!(c.status, Status::Pass | Status::NotMeasured);
     for c in v.comparisons.iter().filter(shown) {
         let tag = if c.fails() {
@@ -245,19 +240,16 @@ fn print(v: &gate::Verdict) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_power(a: &GateArgs, s: &Settings) -> anyhow::Result<Code> {
+fn print_power(a: &GateArgs, s: &Settings) -> pocketbench::Result<Code> {
     if a.samples < s.min_samples {
         return Err(pocketbench::Error::usage(format!(
             "--samples {} is below min-samples {}: every comparison would be inconclusive",
             a.samples, s.min_samples
-        ))
-        .into());
+        )));
     }
     let noise_ok = a.noise.is_finite() && a.noise > 0.0 && a.noise < 1.0;
     if !noise_ok || !(0.0..1.0).contains(&a.slowdown) || a.trials == 0 {
-        return Err(
-            pocketbench::Error::usage("--noise must be in (0, 1), --slowdown in [0, 1), --trials at least 1").into()
-        );
+        return Err(pocketbench::Error::usage("--noise must be in (0, 1), --slowdown in [0, 1), --trials at least 1"));
     }
     let sc = |slowdown| power::Scenario { samples: a.samples, noise: a.noise, slowdown, trials: a.trials, seed: 42 };
     let aa = power::regression_rate(s, &sc(0.0));

@@ -89,7 +89,7 @@ pub fn run(
     sweep: Option<&Path>,
     devices: &Devices,
     min_samples: usize,
-) -> anyhow::Result<(Loaded, Loaded)> {
+) -> pocketbench::Result<(Loaded, Loaded)> {
     let device = devices.get(&m.device)?;
     let shape_given = m.shape.preset.is_some() || m.shape.hidden.is_some() || m.shape.layers.is_some();
     let (shapes, w) = match (shape_given, sweep) {
@@ -102,8 +102,7 @@ pub fn run(
         (false, None) => {
             return Err(pocketbench::Error::usage(
                 "--measure needs a configuration (--preset or shape flags) or --sweep FILE (every configuration of its plan)",
-            )
-            .into())
+            ))
         }
     };
     let settings = |threads: Option<u32>, engine: Option<EngineKind>, model: &Option<PathBuf>| JobSettings {
@@ -137,8 +136,7 @@ pub fn run(
         return Err(pocketbench::Error::usage(format!(
             "--reps must be between 1 and {}, got {reps}",
             pocketbench::probe::MAX_REPS
-        ))
-        .into());
+        )));
     }
     if let Some(a) = auto {
         if !(a.precision > 0.0 && a.precision < 1.0) || a.max_reps < reps || a.max_reps > pocketbench::probe::MAX_REPS {
@@ -147,18 +145,17 @@ pub fn run(
                 pocketbench::probe::MAX_REPS,
                 a.precision,
                 a.max_reps
-            ))
-            .into());
+            )));
         }
     }
     let thermal = device.profile().thermal.unwrap_or_default();
     let (cool_to, cool_timeout) =
         (m.cool_to.unwrap_or(thermal.cool_to_c), m.cool_timeout.unwrap_or(thermal.cool_timeout_s));
     if !cool_to.is_finite() {
-        return Err(pocketbench::Error::usage(format!("--cool-to must be a temperature in C, got {cool_to}")).into());
+        return Err(pocketbench::Error::usage(format!("--cool-to must be a temperature in C, got {cool_to}")));
     }
     let cooling = Cooling { target_c: cool_to, timeout: Duration::from_secs(cool_timeout), ..Cooling::default() };
     let plan = abab::Plan { device, shapes: &shapes, workload: w, reps, auto, cooling };
     let mut reporter = StderrReporter::new(Style::Auto);
-    Ok(abab::measure_into(&plan, [&a, &b], &m.out, &mut reporter)?)
+    abab::measure_into(&plan, [&a, &b], &m.out, &mut reporter)
 }

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
+use pocketbench::error::Context;
 use pocketbench::history::{self, changepoint};
 
 use super::Code;
@@ -34,12 +34,11 @@ pub struct HistoryArgs {
 }
 
 /// Run `history`.
-pub fn run(a: &HistoryArgs) -> anyhow::Result<Code> {
+pub fn run(a: &HistoryArgs) -> pocketbench::Result<Code> {
     if a.min_segment < 2 || a.permutations < 19 || !(a.p_threshold > 0.0 && a.p_threshold < 1.0) {
         return Err(pocketbench::Error::usage(
             "--min-segment must be at least 2, --permutations at least 19, --p-threshold between 0 and 1",
-        )
-        .into());
+        ));
     }
     let mut inputs = Vec::with_capacity(a.inputs.len());
     for p in &a.inputs {
@@ -54,7 +53,7 @@ pub fn run(a: &HistoryArgs) -> anyhow::Result<Code> {
     };
     let h = history::history(&inputs, order, &s);
     if let Some(p) = &a.json {
-        super::gate_cmd::write(p, &(serde_json::to_string_pretty(&h)? + "\n"))?;
+        super::gate_cmd::write(p, &(super::pretty(&h)? + "\n"))?;
     }
     let shifted = h.series.iter().filter(|x| !x.shifts.is_empty()).count();
     for x in h.series.iter().filter(|x| a.all || !x.shifts.is_empty()) {

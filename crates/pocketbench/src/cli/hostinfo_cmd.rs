@@ -30,23 +30,22 @@ pub struct HostInfoArgs {
 }
 
 /// Run `host-info`.
-pub fn run(a: &HostInfoArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &HostInfoArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let device = devices.get(&a.device)?;
     if device.profile().transport != Transport::Local {
         return Err(pocketbench::Error::usage(format!(
             "device `{}` is not this host (transport is not `local`)",
             a.device
-        ))
-        .into());
+        )));
     }
     if a.buffer_mib < 64 || a.passes == 0 {
-        return Err(pocketbench::Error::usage("--buffer-mib must be at least 64 and --passes at least 1").into());
+        return Err(pocketbench::Error::usage("--buffer-mib must be at least 64 and --passes at least 1"));
     }
     let facts = HostFacts::collect();
     let bw = hostinfo::measure(a.buffer_mib << 20, a.passes);
     let gb = |v: f64| v / 1e9;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "host": facts, "bandwidth_bytes_per_s": bw }))?);
+        outln!("{}", super::pretty(&serde_json::json!({ "host": facts, "bandwidth_bytes_per_s": bw }))?);
     } else {
         outln!("{}", facts.describe());
         outln!("  fingerprint {} (features: {})", facts.fingerprint, facts.features.join(" "));

@@ -34,7 +34,7 @@ pub struct ImportXctestArgs {
 }
 
 /// Run `import-xctest`.
-pub fn run(a: &ImportXctestArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &ImportXctestArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let device = devices.get(&a.device)?;
     let imported = pocketbench::xctest::read_export(&a.attachments, a.metrics.as_deref(), device)?;
     let db = store_file(&a.out);
@@ -43,8 +43,7 @@ pub fn run(a: &ImportXctestArgs, devices: &Devices) -> anyhow::Result<Code> {
             "no store at {}: sweep on `{}` into that folder first (`--predict-only` is enough)",
             db.display(),
             a.device
-        ))
-        .into());
+        )));
     }
     for i in &imported {
         let r = &i.record;
@@ -63,10 +62,10 @@ pub fn run(a: &ImportXctestArgs, devices: &Devices) -> anyhow::Result<Code> {
     if a.dry_run {
         return Ok(Code::Ok);
     }
-    let mut store = Store::open(&db).map_err(pocketbench::Error::from)?;
+    let mut store = Store::open(&db)?;
     let line = std::env::args().collect::<Vec<_>>().join(" ");
     pocketbench::xctest::store(&mut store, device, &imported, &line)?;
-    let data = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
+    let data = SweepReport::from_store(&store)?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
     for p in report::write_all(&dir, &data, &report::standard())? {
         eprintln!("wrote {}", p.display());

@@ -6,8 +6,14 @@
 macro_rules! outln {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($t)*)?
+        writeln!(std::io::stdout().lock(), $($t)*).map_err(pocketbench::Error::Output)?
     }};
+}
+
+/// A value as pretty JSON for stdout or a file; a failure here is the
+/// output failing, not the user's input.
+fn pretty<T: serde::Serialize + ?Sized>(value: &T) -> pocketbench::Result<String> {
+    serde_json::to_string_pretty(value).map_err(|e| pocketbench::Error::Output(std::io::Error::other(e)))
 }
 
 mod arch_cmd;
@@ -158,8 +164,8 @@ impl ShapeArgs {
         }
     }
 
-    fn resolve(&self) -> anyhow::Result<pocketbench::arch::Shape> {
-        Ok(self.spec().resolve().map_err(pocketbench::Error::from)?)
+    fn resolve(&self) -> pocketbench::Result<pocketbench::arch::Shape> {
+        Ok(self.spec().resolve()?)
     }
 }
 
@@ -180,22 +186,17 @@ impl WorkloadArgs {
     }
 
     /// The device's reference workload with these overrides.
-    fn on_device(&self, device: &pocketbench::device::Device) -> anyhow::Result<pocketbench::workload::Workload> {
-        Ok(device
-            .profile()
-            .reference_workload
-            .overridden_by(&self.spec())
-            .resolve()
-            .map_err(pocketbench::Error::from)?)
+    fn on_device(&self, device: &pocketbench::device::Device) -> pocketbench::Result<pocketbench::workload::Workload> {
+        Ok(device.profile().reference_workload.overridden_by(&self.spec()).resolve()?)
     }
 }
 
-fn devices(cli_dir: &Option<PathBuf>) -> anyhow::Result<Devices> {
-    Ok(Devices::discover(cli_dir.as_deref())?)
+fn devices(cli_dir: &Option<PathBuf>) -> pocketbench::Result<Devices> {
+    Devices::discover(cli_dir.as_deref())
 }
 
 /// Run the parsed command.
-pub fn run(cli: Cli) -> anyhow::Result<Code> {
+pub fn run(cli: Cli) -> pocketbench::Result<Code> {
     match cli.command {
         Command::Arch(a) => arch_cmd::run(&a),
         Command::Predict(a) => predict_cmd::run(&a, &devices(&cli.devices_dir)?),

@@ -29,7 +29,7 @@ pub struct PredictArgs {
 }
 
 /// Run `predict`.
-pub fn run(a: &PredictArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
     let w = a.workload.on_device(device)?;
@@ -38,7 +38,7 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> anyhow::Result<Code> {
     let cap = capability(&shape, &acct, &settings, None);
     let r = predicted(&shape, &acct, device, &w, &cap);
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", super::pretty(&r)?);
     } else {
         outln!("{} on {} [{}]: predicted by {}", r.config_name, device.profile().device.name, r.engine, r.produced_by);
         outln!("  calibration   {}", r.calibration);

@@ -20,13 +20,13 @@ pub struct ProbeArgs {
 
 /// Run `probe`: the probe crate's own entry, so `pocketbench probe` and the
 /// `pocketbench-probe` binary pushed to phones are one process.
-pub fn run(a: &ProbeArgs) -> anyhow::Result<Code> {
+pub fn run(a: &ProbeArgs) -> pocketbench::Result<Code> {
     use pocketbench::probe::entry::{self, Outcome};
     let args = entry::Args { spec: a.spec.clone(), out: a.out.clone() };
     match entry::run(&args) {
         Ok(Outcome::Print(json) | Outcome::Info(json)) => outln!("{json}"),
         Ok(Outcome::Written) => {}
-        Err(e) => return Err(pocketbench::Error::from(e).into()),
+        Err(e) => return Err(pocketbench::Error::from(e)),
     }
     Ok(Code::Ok)
 }
@@ -43,7 +43,7 @@ pub struct ExportArgs {
 }
 
 /// Run `export-gguf`.
-pub fn export(a: &ExportArgs) -> anyhow::Result<Code> {
+pub fn export(a: &ExportArgs) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
     probe::gguf::write_model(&shape, probe::seed_of(&shape), &a.out)?;
     let size = std::fs::metadata(&a.out).map(|m| m.len()).unwrap_or(0);

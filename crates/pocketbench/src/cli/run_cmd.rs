@@ -99,11 +99,11 @@ impl MeasureArgs {
 }
 
 /// Run `run`.
-pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &RunArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
     let w = a.workload.on_device(device)?;
-    let job = a.measure.settings(Reps::Auto).job(device, shape, w).map_err(pocketbench::Error::from)?;
+    let job = a.measure.settings(Reps::Auto).job(device, shape, w)?;
     let runner = runner::for_device(device)?;
     let reps = match job.auto {
         Some(a) => format!("{}..{} reps until ±{:.1}%", job.reps, a.max_reps, a.precision * 100.0),
@@ -112,13 +112,13 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     eprintln!("measuring {} on {} ({reps}, {} threads, {w})...", shape, device.id(), job.threads);
     let r = pocketbench::schedule::measure_one(runner.as_ref(), device, &job)?;
     if a.json {
-        outln!("{}", serde_json::to_string_pretty(&r)?);
+        outln!("{}", super::pretty(&r)?);
     } else {
         print_measured(&r)?;
     }
     // Printed first (the data is kept), then refused.
     if let Some(why) = r.measurement.as_ref().and_then(|m| m.invalid()) {
-        return Err(pocketbench::Error::InvalidOutput(format!("{} on {}: {why}", r.config_name, r.device)).into());
+        return Err(pocketbench::Error::InvalidOutput(format!("{} on {}: {why}", r.config_name, r.device)));
     }
     if a.save_point {
         let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
@@ -134,7 +134,7 @@ pub fn run(a: &RunArgs, devices: &Devices) -> anyhow::Result<Code> {
     Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
 }
 
-fn print_measured(r: &Record) -> anyhow::Result<()> {
+fn print_measured(r: &Record) -> pocketbench::Result<()> {
     let m = r.measurement.as_ref().expect("measured record");
     outln!("{} on {} [{}]: measured", r.config_name, r.device, r.engine);
     outln!(

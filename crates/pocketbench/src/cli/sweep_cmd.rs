@@ -119,7 +119,7 @@ fn style(quiet: bool, json: bool) -> Style {
 }
 
 /// Run `sweep`.
-pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
+pub fn run(a: &SweepArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let request = pocketbench::pipeline::Request {
         file: a.file.clone(),
         options: PlanOptions {
@@ -151,7 +151,7 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> anyhow::Result<Code> {
     Ok(if a.require_feasible && infeasible { Code::Failed } else { Code::Ok })
 }
 
-fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
+fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
     for d in &report.outcome.devices {
         let measured = report
             .outcome
@@ -183,12 +183,12 @@ fn print_summary(report: &SweepReport) -> anyhow::Result<()> {
 }
 
 /// Run `report`: re-render every export from the store, predicting and measuring nothing.
-pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
+pub fn report(a: &ReportArgs) -> pocketbench::Result<Code> {
     let db = store_file(&a.out);
-    let store = Store::open_read_only(&db).map_err(pocketbench::Error::from)?;
-    let mut data = SweepReport::from_store(&store).map_err(pocketbench::Error::from)?;
+    let store = Store::open_read_only(&db)?;
+    let mut data = SweepReport::from_store(&store)?;
     if let Some(b) = &a.baseline {
-        use anyhow::Context;
+        use pocketbench::error::Context;
         let baseline = pocketbench::report::source::load(b).context("reading the baseline")?;
         let this = pocketbench::report::source::of_store(&store, &db.display().to_string())
             .context("reading this sweep's store")?;
@@ -208,12 +208,12 @@ pub fn report(a: &ReportArgs) -> anyhow::Result<Code> {
 }
 
 /// Run `merge`: shard stores into one, then every export.
-pub fn merge(a: &MergeArgs) -> anyhow::Result<Code> {
+pub fn merge(a: &MergeArgs) -> pocketbench::Result<Code> {
     let inputs: Vec<PathBuf> = a.inputs.iter().map(|p| store_file(p)).collect();
     let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
     let db = store_file(&a.out);
-    let (store, outcome) = sweep::merge(&db, &refs).map_err(pocketbench::Error::from)?;
-    let data = SweepReport::with_outcome(&store, outcome).map_err(pocketbench::Error::from)?;
+    let (store, outcome) = sweep::merge(&db, &refs)?;
+    let data = SweepReport::with_outcome(&store, outcome)?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
     for p in report::write_all(&dir, &data, &report::standard())? {
         if !a.quiet {

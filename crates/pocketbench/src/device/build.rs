@@ -42,6 +42,17 @@ pub(super) fn validate(p: &ProfileToml) -> Result<Checked, Problems> {
     let params = params(&p.model);
     check_params(&params, &mut problems);
     let ranges = ranges(&p.model, &mut problems);
+    for (key, v) in [("engine.threads", p.engine.threads), ("engine.prefill-chunk", p.engine.prefill_chunk)] {
+        if v == Some(0) {
+            problem(&mut problems, key, "must be at least 1");
+        }
+    }
+    budgets(p, &mut problems);
+    if let Some(t) = &p.thermal {
+        if !t.cool_to_c.is_finite() {
+            problem(&mut problems, "thermal.cool-to-c", "must be a finite temperature");
+        }
+    }
     for (key, bits) in [("engine.kv-bits", p.engine.kv_bits), ("engine.act-bits", p.engine.act_bits)] {
         if ![4, 8, 16, 32].contains(&bits) {
             problem(&mut problems, key, format!("must be 4, 8, 16 or 32, got {bits}"));
@@ -60,8 +71,40 @@ pub(super) fn validate(p: &ProfileToml) -> Result<Checked, Problems> {
     }
 }
 
-/// The battery's energy, J: its own figure, or capacity x voltage.
+/// Every budget a profile sets is a positive, finite figure: a zero or
+/// negative one would judge every configuration by an infinite margin.
+fn budgets(p: &ProfileToml, problems: &mut Problems) {
+    let b = &p.budgets;
+    for (key, v) in [
+        ("budgets.decode", b.decode.map(|x| x.0)),
+        ("budgets.memory", b.memory.map(|x| x.0)),
+        ("budgets.energy", b.energy.map(|x| x.0)),
+    ] {
+        if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+            problem(problems, key, "must be above 0");
+        }
+    }
+    if let Some(f) = b.energy_battery_fraction {
+        if !(f.0 > 0.0 && f.0 <= 1.0) {
+            problem(problems, "budgets.energy-battery-fraction", format!("must be in (0, 100%], got {f}"));
+        }
+    }
+}
+
+/// The battery's energy, J: its own figure, or capacity x voltage; each
+/// figure above 0 (a zero battery makes every run an infinite share of it).
 fn battery_joules(p: &ProfileToml, problems: &mut Problems) -> Option<f64> {
+    let b = p.facts.battery.as_ref()?;
+    for (key, v) in [
+        ("facts.battery.energy", b.energy.map(|x| x.0)),
+        ("facts.battery.capacity", b.capacity.map(|x| x.0)),
+        ("facts.battery.voltage", b.voltage.map(|x| x.0)),
+    ] {
+        if v.is_some_and(|v| !(v.is_finite() && v > 0.0)) {
+            problem(problems, key, "must be above 0");
+            return None;
+        }
+    }
     p.facts.battery.as_ref().and_then(|b| match (b.energy, b.capacity, b.voltage) {
         (Some(e), _, _) => Some(e.0),
         (None, Some(c), Some(v)) => Some(c.0 / 1000.0 * v.0 * 3600.0),

@@ -283,14 +283,40 @@ pub struct Device {
 }
 
 /// Why a profile is invalid (beyond TOML syntax and types): every problem
-/// found, one line each.
+/// found, one line each, with the line and column its key is written at
+/// where the text was at hand.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}", .problems.iter().map(|(k, m)| format!("{file}: {k}: {m}")).collect::<Vec<_>>().join("\n"))]
 pub struct ProfileError {
     /// File or built-in name.
     pub file: String,
     /// Key path and what is wrong, for each problem.
     pub problems: Vec<(String, String)>,
+    /// Where each problem's key is written (line, column); empty, or None
+    /// for a key, where that is not known.
+    pub positions: Vec<Option<(usize, usize)>>,
+}
+
+impl std::fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (key, message)) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            match self.positions.get(i).copied().flatten() {
+                Some((line, column)) => write!(f, "{}:{line}:{column}: {key}: {message}", self.file)?,
+                None => write!(f, "{}: {key}: {message}", self.file)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ProfileError {
+    /// The same error with each key's position in the profile's `text`.
+    pub fn located(mut self, text: &str) -> ProfileError {
+        self.positions = self.problems.iter().map(|(k, _)| crate::config::position_of(text, k)).collect();
+        self
+    }
 }
 
 impl Device {
@@ -359,8 +385,11 @@ impl Device {
     /// problem reported at once ([`build::validate`]), then the numeric
     /// model, budgets, points and calibration state ([`build::build`]).
     pub fn from_profile(profile: ProfileToml, origin: Origin) -> Result<Self, ProfileError> {
-        let checked =
-            build::validate(&profile).map_err(|problems| ProfileError { file: origin.to_string(), problems })?;
+        let checked = build::validate(&profile).map_err(|problems| ProfileError {
+            file: origin.to_string(),
+            problems,
+            positions: Vec::new(),
+        })?;
         Ok(build::build(profile, origin, checked))
     }
 
@@ -446,13 +475,14 @@ impl Device {
 
 /// Parse and validate one profile file.
 pub fn load_file(path: &Path) -> Result<Device, crate::Error> {
-    let profile: ProfileToml = crate::config::load(path)?;
-    Ok(Device::from_profile(profile, Origin::File(path.to_path_buf()))?)
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(path, None, format!("cannot read: {e}")))?;
+    let profile: ProfileToml = crate::config::parse(path, &text)?;
+    Ok(Device::from_profile(profile, Origin::File(path.to_path_buf())).map_err(|e| e.located(&text))?)
 }
 
 /// Parse and validate profile text.
 pub fn parse(origin: Origin, text: &str) -> Result<Device, crate::Error> {
     let profile: ProfileToml = crate::config::parse(Path::new(&origin.to_string()), text)
         .map_err(|e: ConfigError| crate::Error::Config(Box::new(e)))?;
-    Ok(Device::from_profile(profile, origin)?)
+    Ok(Device::from_profile(profile, origin).map_err(|e| e.located(text))?)
 }

@@ -120,6 +120,12 @@ impl Devices {
         here: crate::probe::HostFacts,
     ) -> Result<Self, Error> {
         let mut devices = match dir {
+            Some(d) if !d.is_dir() => {
+                return Err(Error::usage(format!(
+                    "--devices-dir {}: no such folder (it should hold device profiles, *.toml)",
+                    d.display()
+                )))
+            }
             Some(d) => Self::from_dir(d)?,
             None if Path::new("devices").is_dir() => Self::from_dir(Path::new("devices"))?,
             None => Self::built_in()?,

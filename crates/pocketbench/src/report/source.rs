@@ -111,7 +111,14 @@ fn with_runs(side: Loaded, runs: &[crate::store::RunRow]) -> Loaded {
 }
 
 fn read(path: &Path) -> Result<String, SourceError> {
-    std::fs::read_to_string(path).map_err(|source| SourceError::Io { path: path.to_path_buf(), source })
+    std::fs::read_to_string(path).map_err(|source| match source.kind() {
+        // Bytes that are neither a SQLite store nor text: the user named
+        // the wrong file, not a harness failure.
+        std::io::ErrorKind::InvalidData => {
+            SourceError::Parse { path: path.to_path_buf(), message: "neither a SQLite store nor UTF-8 JSON".into() }
+        }
+        _ => SourceError::Io { path: path.to_path_buf(), source },
+    })
 }
 
 fn from_jsonl(path: &Path, shown: &str) -> Result<Loaded, SourceError> {

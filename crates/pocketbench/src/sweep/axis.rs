@@ -19,13 +19,20 @@ pub const MAX_AXIS_LEN: usize = 100_000;
 pub trait AxisValue: Sized + Clone + DeserializeOwned + fmt::Display {
     /// Expand `from..=to` by `step`, or explain why not.
     fn range(from: &Self, to: &Self, step: &Self) -> Result<Vec<Self>, String>;
-    /// Whether the value is usable (floats: finite; TOML allows `nan` and `inf`).
-    fn is_finite(&self) -> bool {
-        true
+    /// Why the value is outside the axis's domain, if it is: every count
+    /// of a configuration (layers, widths, heads, vocabulary, context) is
+    /// at least 1, and every multiplier a finite number above 0 (TOML
+    /// allows `nan` and `inf`).
+    fn out_of_domain(&self) -> Option<String> {
+        None
     }
 }
 
 impl AxisValue for u32 {
+    fn out_of_domain(&self) -> Option<String> {
+        (*self == 0).then(|| "`0`: a count of a configuration must be at least 1".to_string())
+    }
+
     fn range(from: &u32, to: &u32, step: &u32) -> Result<Vec<u32>, String> {
         if *step == 0 {
             return Err("step must be at least 1".into());
@@ -42,8 +49,14 @@ impl AxisValue for u32 {
 }
 
 impl AxisValue for f64 {
-    fn is_finite(&self) -> bool {
-        f64::is_finite(*self)
+    fn out_of_domain(&self) -> Option<String> {
+        if !self.is_finite() {
+            Some(format!("`{self}` is not a finite number"))
+        } else if *self <= 0.0 {
+            Some(format!("`{self}`: a multiplier must be above 0"))
+        } else {
+            None
+        }
     }
 
     fn range(from: &f64, to: &f64, step: &f64) -> Result<Vec<f64>, String> {
@@ -86,8 +99,8 @@ impl<T> Axis<T> {
 impl<'de, T: AxisValue> Deserialize<'de> for Axis<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let axis: Axis<T> = d.deserialize_any(AxisVisitor(PhantomData))?;
-        match axis.0.iter().find(|v| !v.is_finite()) {
-            Some(v) => Err(de::Error::custom(format!("`{v}` is not a finite number"))),
+        match axis.0.iter().find_map(AxisValue::out_of_domain) {
+            Some(why) => Err(de::Error::custom(why)),
             None => Ok(axis),
         }
     }
@@ -179,5 +192,12 @@ mod tests {
         assert!(e.to_string().contains("needs `from`, `to` and `step`"), "{e}");
         let e = toml::from_str::<T>("a = 1\nb = 1.0\nc = { from = true, to = true, step = true }\n").err().unwrap();
         assert!(e.to_string().contains("not a range"), "{e}");
+        // Out of the domain: a zero count, a multiplier not above 0, nan.
+        let e = toml::from_str::<T>("a = [4, 0]\nb = 1.0\nc = true\n").err().unwrap();
+        assert!(e.to_string().contains("must be at least 1"), "{e}");
+        let e = toml::from_str::<T>("a = 1\nb = -2.0\nc = true\n").err().unwrap();
+        assert!(e.to_string().contains("must be above 0"), "{e}");
+        let e = toml::from_str::<T>("a = 1\nb = nan\nc = true\n").err().unwrap();
+        assert!(e.to_string().contains("not a finite number"), "{e}");
     }
 }

@@ -99,8 +99,20 @@ impl Plan {
 
     /// Load and expand a sweep file.
     pub fn from_file(path: &Path, opts: &PlanOptions) -> Result<Plan, crate::Error> {
-        let toml: SweepToml = crate::config::load(path)?;
-        Ok(Plan::from_toml(path, toml, opts)?)
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| crate::config::ConfigError::new(path, None, format!("cannot read: {e}")))?;
+        let toml: SweepToml = crate::config::parse(path, &text)?;
+        // A key's problem names the line it is written at.
+        Ok(Plan::from_toml(path, toml, opts).map_err(|e| match e {
+            SweepError::Invalid { file, key, message } => {
+                let file = match crate::config::position_of(&text, &key) {
+                    Some((line, column)) => format!("{file}:{line}:{column}"),
+                    None => file,
+                };
+                SweepError::Invalid { file, key, message }
+            }
+            other => other,
+        })?)
     }
 
     /// Expand a parsed sweep: every key checked, the space's size held
