@@ -5,9 +5,14 @@
 sweep file="sweeps/pocket.toml":
     cargo run --release -- sweep {{file}}
 
-# The test suite (what CI runs).
+# The test suite (what CI runs), ending with one line: what was skipped for a
+# missing tool, and how to install it.
 test:
+    rm -f target/debug/skipped-tests.txt
     cargo test --workspace
+    @f=target/debug/skipped-tests.txt; if [ -s "$f" ]; then \
+      echo "SKIPPED $(wc -l < "$f") test(s), needing: $(sed -n 's/.*needs \(.*\) (install: \(.*\)); under.*/\1 (\2)/p' "$f" | sort -u | paste -sd ';' -)"; \
+    else echo "skipped: none"; fi
 
 # Prediction throughput (criterion); target >= 1M predictions/s on one core.
 bench:

@@ -13,15 +13,10 @@ use std::time::Duration;
 use adbd::{Adbd, Phone};
 use pocketbench_runner_android::Adb;
 
+/// The real adb client and mksh: a skip outside CI, a failure under it.
 fn tools() -> bool {
-    let have =
-        |p: &str| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(p).is_file());
-    if have("adb") && have("mksh") {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "CI must install Debian's adb and mksh (.ci/run does)");
-    eprintln!("SKIPPED: the real adb client and mksh are needed (apt-get install adb mksh)");
-    false
+    use pocketbench_testkit::{need, on_path};
+    need(on_path("adb") && on_path("mksh"), "the real adb client and mksh", "apt-get install adb mksh")
 }
 
 /// A phone on battery drawing a constant 4.0 V x 0.625 A = 2.5 W.
@@ -331,15 +326,19 @@ fn binfmt_aarch64() -> bool {
 /// and names it in `POCKETBENCH_STATIC_PROBE`; the emulated phone's
 /// commands run on this host's kernel, which runs AArch64 executables
 /// through qemu-aarch64 registered with `binfmt_misc` (a phone's kernel
-/// runs them natively). Without either it says so and passes.
+/// runs them natively). It needs that build, so `cargo test` lists it as
+/// ignored and `.ci/run` runs it with `--ignored`; without binfmt it is a
+/// skip outside CI and a failure under it.
 #[test]
+#[ignore = "needs the static AArch64 probe in POCKETBENCH_STATIC_PROBE: .ci/run builds it and runs this"]
 fn the_static_aarch64_probe_measures_on_an_arm64_phone() {
-    let Some(probe) = std::env::var_os("POCKETBENCH_STATIC_PROBE") else {
-        eprintln!("SKIPPED: POCKETBENCH_STATIC_PROBE is not set (.ci/run builds the static AArch64 probe and sets it)");
-        return;
-    };
-    if !binfmt_aarch64() {
-        eprintln!("SKIPPED: this kernel has no binfmt_misc entry running AArch64 executables through qemu-aarch64");
+    let probe = std::env::var_os("POCKETBENCH_STATIC_PROBE")
+        .expect("POCKETBENCH_STATIC_PROBE names the static AArch64 probe (.ci/run builds it and sets it)");
+    if !pocketbench_testkit::need(
+        binfmt_aarch64(),
+        "a binfmt_misc entry running AArch64 executables through qemu-aarch64",
+        "apt-get install qemu-user-binfmt, or .ci/run's registration as root",
+    ) {
         return;
     }
     if !tools() {

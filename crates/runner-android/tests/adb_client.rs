@@ -45,15 +45,9 @@ impl Drop for Client {
 /// CI where they are not installed; CI must have them (`.ci/run` installs
 /// them).
 fn tools() -> Option<()> {
-    let have =
-        |p: &str| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(p).is_file());
-    let adb = std::env::var_os("ADB").is_some() || have("adb");
-    if adb && have("mksh") {
-        return Some(());
-    }
-    assert!(std::env::var_os("CI").is_none(), "CI must install Debian's adb and mksh (.ci/run does)");
-    eprintln!("SKIPPED: the real adb client and mksh are needed (apt-get install adb mksh)");
-    None
+    use pocketbench_testkit::{need, on_path};
+    let adb = std::env::var_os("ADB").is_some() || on_path("adb");
+    need(adb && on_path("mksh"), "the real adb client and mksh", "apt-get install adb mksh").then_some(())
 }
 
 fn connected(phone: Phone) -> (Adbd, Client) {
