@@ -79,3 +79,14 @@ test-aarch64:
 # The book under docs/ (needs mdbook: `cargo install mdbook --version 0.4.52 --no-default-features`).
 docs:
     mdbook build docs
+
+# The README's sample output and docs/src/images/report.png from a real run of
+# the main job on this machine (run it on a quiet machine: the host's lines are
+# measured). Prints the summary to paste into README.md; the iPhone card in it
+# is checked against the binary by tests/readme.rs. Needs Debian's chromium.
+readme-figures out="target/readme-figures":
+    rm -rf {{out}} && mkdir -p {{out}}
+    cargo run --release -- sweep sweeps/pocket.toml --out {{out}}/pocket 2>&1 | tee {{out}}/console.txt
+    chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2200 \
+      --screenshot="$PWD/docs/src/images/report.png" "file://$PWD/{{out}}/pocket/report.html"
+    @echo "wrote docs/src/images/report.png; the console output is in {{out}}/console.txt"

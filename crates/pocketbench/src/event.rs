@@ -287,6 +287,87 @@ pub enum Event {
         /// Lowest and highest bandwidth pass, GB/s.
         bandwidth_gb_s: Option<[f64; 2]>,
     },
+    /// `run` begins its one measurement.
+    RunPlanned {
+        /// Device id.
+        device: String,
+        /// Shape name.
+        config: String,
+        /// Repetitions, as planned ("5 reps", "5..30 reps until ±2.0%").
+        reps: String,
+        /// Threads.
+        threads: u32,
+        /// Its workload ("1024+128").
+        workload: String,
+    },
+    /// `bench repeatability` begins.
+    ProcessesPlanned {
+        /// Device id.
+        device: String,
+        /// Shape name.
+        config: String,
+        /// Its workload.
+        workload: String,
+        /// Fresh processes of each engine.
+        processes: usize,
+        /// Threads.
+        threads: u32,
+        /// Whether each is followed by one of llama-bench on the same GGUF.
+        reference: bool,
+    },
+    /// A calibration point was added to a device profile (`calibrate
+    /// --add`, `run --save-point`), or would be (`--dry-run`).
+    PointAdded {
+        /// Device id.
+        device: String,
+        /// The profile it went into.
+        profile: String,
+        /// Which measurement ("L28-... (1024+128) from r.json").
+        what: String,
+        /// Held out of the fit.
+        held_out: bool,
+        /// Not written (`--dry-run`).
+        dry_run: bool,
+    },
+    /// A device farm's XCTest run was read to be stored (`import-xctest`).
+    Imported {
+        /// Device id.
+        device: String,
+        /// The XCTest that ran.
+        test: String,
+        /// Shape name.
+        config: String,
+        /// Median decode tok/s.
+        decode_tok_s: f64,
+        /// Median prefill tok/s.
+        prefill_tok_s: f64,
+        /// Peak memory increase, MB.
+        peak_mem_mb: f64,
+        /// Repetitions.
+        reps: usize,
+        /// Not stored (`--dry-run`).
+        dry_run: bool,
+    },
+    /// A sweep's measurements were gated against a baseline (`report --baseline`).
+    Compared {
+        /// The baseline as named.
+        baseline: PathBuf,
+        /// The gate's outcome (`pass`, `fail`, `inconclusive`, `invalid`).
+        outcome: String,
+        /// Comparisons made.
+        comparisons: usize,
+    },
+    /// A model file was written (`export-gguf`).
+    Exported {
+        /// The file.
+        path: PathBuf,
+        /// Shape name.
+        config: String,
+        /// Its size, MB.
+        mb: f64,
+        /// The weights' seed (the probe's own for this shape).
+        seed: u64,
+    },
     /// A warning (stale calibration, missing scores).
     Warning {
         /// The text.

@@ -8,7 +8,9 @@ use pocketbench::device::Devices;
 use pocketbench::probe::EngineKind;
 use pocketbench::runner;
 
-use super::render::{StderrReporter, Style};
+use pocketbench::event::{Event, Reporter};
+
+use super::render::EventArgs;
 use super::reps_args::Reps;
 use super::run_cmd::MeasureArgs;
 use super::{Code, ShapeArgs, WorkloadArgs};
@@ -57,12 +59,8 @@ pub struct RepeatabilityArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
-    /// One JSON object per progress event on stderr.
-    #[arg(long)]
-    pub json_events: bool,
-    /// Warnings only on stderr.
-    #[arg(long, conflicts_with = "json_events")]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Run `bench`.
@@ -106,26 +104,15 @@ fn repeatability(a: &RepeatabilityArgs, devices: &Devices) -> pocketbench::Resul
         None
     };
     let runner = runner::for_device(device)?;
-    let style = if a.json_events {
-        Style::Json
-    } else if a.quiet {
-        Style::Quiet
-    } else {
-        Style::Auto
-    };
-    if style == Style::Auto {
-        eprintln!(
-            "{} fresh process(es) of {shape} at {w} on {} ({} threads){}",
-            a.processes,
-            device.id(),
-            job.threads,
-            match &reference {
-                Some(_) => ", each followed by one of llama-bench on the same GGUF",
-                None => "; llama-bench not found (--llama-bench PATH compares with it)",
-            }
-        );
-    }
-    let mut reporter = StderrReporter::new(style);
+    let mut reporter = a.events.reporter();
+    reporter.report(&Event::ProcessesPlanned {
+        device: device.id().to_string(),
+        config: shape.to_string(),
+        workload: w.to_string(),
+        processes: a.processes,
+        threads: job.threads,
+        reference: reference.is_some(),
+    });
     let r = pocketbench::bench::repeatability(
         runner.as_ref(),
         device,

@@ -7,7 +7,9 @@ use pocketbench::device::{Device, Devices, Origin};
 use pocketbench::error::Context;
 
 use super::calibrate_print::{self as print, print_fit};
-use super::render::{StderrReporter, Style};
+use pocketbench::event::{Event, Reporter};
+
+use super::render::EventArgs;
 use super::Code;
 
 /// Arguments of `calibrate`.
@@ -84,12 +86,14 @@ pub struct CalibrateArgs {
     /// With --measure: the bandwidth buffer in MiB (default 1024; 256 with --quick).
     #[arg(long, value_name = "MIB", requires = "measure")]
     pub buffer_mib: Option<usize>,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Run `calibrate`.
 pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let id = a.device.as_deref().unwrap_or_default();
-    let mut reporter = StderrReporter::new(Style::Auto);
+    let mut reporter = a.events.reporter();
     if a.measure {
         let design = match &a.design {
             Some(f) => Design::from_file(f)?,
@@ -182,9 +186,17 @@ fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> pocketbench::Result<Co
     if !a.dry_run {
         pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())?;
     }
+    let mut reporter = a.events.reporter();
     for what in added {
-        eprintln!("{} {what} to {}", if a.dry_run { "would add" } else { "added" }, device.origin());
+        reporter.report(&Event::PointAdded {
+            device: id.to_string(),
+            profile: device.origin().to_string(),
+            what,
+            held_out: a.holdout,
+            dry_run: a.dry_run,
+        });
     }
+    drop(reporter);
     fit_and_report(a, &[&device])
 }
 

@@ -7,14 +7,17 @@ use pocketbench::error::Context;
 use pocketbench::gate::{self, power, EffectRule, Outcome, Settings, Status};
 use pocketbench::report::gate as render;
 
+use pocketbench::event::{Event, Reporter};
+
+use super::render::EventArgs;
 use super::Code;
 
 /// The effect rule on the command line.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum RuleArg {
-    /// The ratio of medians beyond the minimum effect (the default).
+    // Documented on the flag, so `gate --help` keeps the one-line layout of
+    // every other command (documented values make clap switch to its long one).
     Estimate,
-    /// The whole bootstrap interval beyond it (stricter: at 10 samples a side it catches a 5% slowdown half the time; see --power).
     Interval,
 }
 
@@ -54,8 +57,10 @@ pub struct GateArgs {
     /// Level of the ratio's bootstrap interval [default: 0.95].
     #[arg(long, value_name = "L")]
     pub confidence: Option<f64>,
-    /// What a regression's change must exceed [default: estimate].
-    #[arg(long, value_enum)]
+    /// What a regression's change must exceed: `estimate`, the ratio of medians beyond the minimum effect; or
+    /// `interval`, the whole bootstrap interval beyond it (stricter: at 10 samples a side it catches a 5%
+    /// slowdown half the time; see --power) [default: estimate].
+    #[arg(long, value_enum, hide_possible_values = true)]
     pub effect_rule: Option<RuleArg>,
     /// Write JUnit XML: one testcase per configuration x device x metric.
     #[arg(long, value_name = "FILE")]
@@ -98,6 +103,8 @@ pub struct GateArgs {
     /// Measuring both sides here (`--measure`).
     #[command(flatten)]
     pub sides: super::gate_measure::MeasureSides,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 fn metric_arg(s: &str) -> Result<gate::Metric, String> {
@@ -150,8 +157,10 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> pocketbench::Result<C
     if a.power {
         return print_power(a, &s);
     }
+    let mut reporter = a.events.reporter();
     let (baseline, candidate) = if a.sides.measure {
-        super::gate_measure::run(&a.sides, a.sweep.as_deref(), &super::devices(devices_dir)?, s.min_samples)?
+        let devices = super::devices(devices_dir)?;
+        super::gate_measure::run(&a.sides, a.sweep.as_deref(), &devices, s.min_samples, &mut reporter)?
     } else {
         let (Some(b), Some(c)) = (&a.baseline, &a.candidate) else {
             return Err(pocketbench::Error::usage("--baseline and --candidate are both needed"));
@@ -165,13 +174,22 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> pocketbench::Result<C
     let v = gate::evaluate_metrics(&baseline, &candidate, &s, &metrics);
     if let Some(p) = &a.json {
         write(p, &(super::pretty(&v)? + "\n"))?;
+        reporter.report(&Event::Wrote { path: p.clone() });
     }
     if let Some(p) = &a.junit {
         write(p, &render::junit(&v))?;
+        reporter.report(&Event::Wrote { path: p.clone() });
     }
     if let Some(p) = &a.summary {
         append_summary(p, &v)?;
+        reporter.report(&Event::Wrote { path: p.clone() });
     }
+    if v.outcome == Outcome::Inconclusive {
+        reporter.report(&Event::warning(
+            "the gate could not decide everything (inconclusive, invalid or unmatched results below): measure more repetitions, or fix the device errors",
+        ));
+    }
+    drop(reporter);
     print(&v)?;
     // A side whose runs disagree on their tokens measured something wrong:
     // its speeds mean nothing, whatever the verdict says of them.
@@ -229,14 +247,6 @@ fn print(v: &gate::Verdict) -> pocketbench::Result<()> {
         if counts.is_empty() { "none".into() } else { counts.join(", ") },
         v.counts.budget_failures
     );
-    if v.outcome == Outcome::Inconclusive {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!(
-                "warning: the gate could not decide everything (inconclusive, invalid or unmatched results above): measure more repetitions, or fix the device errors"
-            );
-        }
-    }
     Ok(())
 }
 

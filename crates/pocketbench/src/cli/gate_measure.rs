@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use pocketbench::device::Devices;
+use pocketbench::event::Reporter;
 use pocketbench::gate::Loaded;
 use pocketbench::probe::EngineKind;
 use pocketbench::runner::JobSettings;
@@ -13,7 +14,6 @@ use pocketbench::schedule::abab::{self, Arm};
 use pocketbench::schedule::Cooling;
 use pocketbench::sweep::{Plan, PlanOptions};
 
-use super::render::{StderrReporter, Style};
 use super::reps_args::{AutoArgs, Reps};
 use super::{ShapeArgs, WorkloadArgs};
 
@@ -89,6 +89,7 @@ pub fn run(
     sweep: Option<&Path>,
     devices: &Devices,
     min_samples: usize,
+    reporter: &mut dyn Reporter,
 ) -> pocketbench::Result<(Loaded, Loaded)> {
     let device = devices.get(&m.device)?;
     let shape_given = m.shape.preset.is_some() || m.shape.hidden.is_some() || m.shape.layers.is_some();
@@ -156,6 +157,5 @@ pub fn run(
     }
     let cooling = Cooling { target_c: cool_to, timeout: Duration::from_secs(cool_timeout), ..Cooling::default() };
     let plan = abab::Plan { device, shapes: &shapes, workload: w, reps, auto, cooling };
-    let mut reporter = StderrReporter::new(Style::Auto);
-    abab::measure_into(&plan, [&a, &b], &m.out, &mut reporter)
+    abab::measure_into(&plan, [&a, &b], &m.out, reporter)
 }

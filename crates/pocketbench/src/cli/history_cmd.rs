@@ -5,8 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use pocketbench::error::Context;
+use pocketbench::event::{Event, Reporter};
 use pocketbench::history::{self, changepoint};
 
+use super::render::EventArgs;
 use super::Code;
 
 /// Arguments of `history`.
@@ -31,6 +33,8 @@ pub struct HistoryArgs {
     /// Write the whole history (every point and shift) as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Run `history`.
@@ -54,6 +58,7 @@ pub fn run(a: &HistoryArgs) -> pocketbench::Result<Code> {
     let h = history::history(&inputs, order, &s);
     if let Some(p) = &a.json {
         super::gate_cmd::write(p, &(super::pretty(&h)? + "\n"))?;
+        a.events.reporter().report(&Event::Wrote { path: p.clone() });
     }
     let shifted = h.series.iter().filter(|x| !x.shifts.is_empty()).count();
     for x in h.series.iter().filter(|x| a.all || !x.shifts.is_empty()) {

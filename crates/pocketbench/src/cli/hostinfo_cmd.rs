@@ -7,6 +7,9 @@ use pocketbench::device::{Devices, Transport};
 use pocketbench::hostinfo;
 use pocketbench::probe::HostFacts;
 
+use pocketbench::event::{Event, Reporter};
+
+use super::render::EventArgs;
 use super::Code;
 
 /// Arguments of `host-info`.
@@ -27,6 +30,8 @@ pub struct HostInfoArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Run `host-info`.
@@ -65,6 +70,6 @@ pub fn run(a: &HostInfoArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let target = devices.writable(device)?;
     let text = host::with_bandwidth(&target.text, &target.path, &facts, &bw, a.buffer_mib, a.passes)?;
     write_profile(&target.path, text.as_bytes())?;
-    eprintln!("wrote the bandwidth fact into {}", target.path.display());
+    a.events.reporter().report(&Event::Wrote { path: target.path.clone() });
     Ok(Code::Ok)
 }

@@ -8,6 +8,9 @@ use pocketbench::device::Devices;
 use pocketbench::report::{self, SweepReport};
 use pocketbench::store::Store;
 
+use pocketbench::event::{Event, Reporter};
+
+use super::render::EventArgs;
 use super::sweep_cmd::store_file;
 use super::Code;
 
@@ -31,6 +34,8 @@ pub struct ImportXctestArgs {
     /// Check and print what would be stored; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Run `import-xctest`.
@@ -45,19 +50,19 @@ pub fn run(a: &ImportXctestArgs, devices: &Devices) -> pocketbench::Result<Code>
             a.device
         )));
     }
+    let mut reporter = a.events.reporter();
     for i in &imported {
         let r = &i.record;
-        eprintln!(
-            "{} {}: {} on {}: decode {:.1} tok/s, prefill {:.1} tok/s, peak memory +{:.1} MB ({} repetitions)",
-            if a.dry_run { "would store" } else { "storing" },
-            i.test,
-            r.config_name,
-            r.device,
-            r.decode_tok_s,
-            r.prefill_tok_s,
-            r.peak_mem_increase_mb,
-            r.measurement.as_ref().map_or(0, |m| m.probe.reps.len())
-        );
+        reporter.report(&Event::Imported {
+            device: r.device.clone(),
+            test: i.test.clone(),
+            config: r.config_name.clone(),
+            decode_tok_s: r.decode_tok_s,
+            prefill_tok_s: r.prefill_tok_s,
+            peak_mem_mb: r.peak_mem_increase_mb,
+            reps: r.measurement.as_ref().map_or(0, |m| m.probe.reps.len()),
+            dry_run: a.dry_run,
+        });
     }
     if a.dry_run {
         return Ok(Code::Ok);
@@ -67,8 +72,8 @@ pub fn run(a: &ImportXctestArgs, devices: &Devices) -> pocketbench::Result<Code>
     pocketbench::xctest::store(&mut store, device, &imported, &line)?;
     let data = SweepReport::from_store(&store)?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
-    for p in report::write_all(&dir, &data, &report::standard())? {
-        eprintln!("wrote {}", p.display());
+    for path in report::write_all(&dir, &data, &report::standard())? {
+        reporter.report(&Event::Wrote { path });
     }
     Ok(Code::Ok)
 }

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 use pocketbench::probe;
 
+use pocketbench::event::{Event, Reporter};
+
+use super::render::EventArgs;
 use super::{Code, ShapeArgs};
 
 /// Arguments of `probe`.
@@ -40,6 +43,8 @@ pub struct ExportArgs {
     /// Output file.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Run `export-gguf`.
@@ -47,12 +52,11 @@ pub fn export(a: &ExportArgs) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
     probe::gguf::write_model(&shape, probe::seed_of(&shape), &a.out)?;
     let size = std::fs::metadata(&a.out).map(|m| m.len()).unwrap_or(0);
-    eprintln!(
-        "wrote {} ({}, {:.1} MB, seed {:#x}: the same weights as the probe runs)",
-        a.out.display(),
-        shape,
-        size as f64 / 1e6,
-        probe::seed_of(&shape)
-    );
+    a.events.reporter().report(&Event::Exported {
+        path: a.out.clone(),
+        config: shape.to_string(),
+        mb: size as f64 / 1e6,
+        seed: probe::seed_of(&shape),
+    });
     Ok(Code::Ok)
 }

@@ -20,6 +20,35 @@ pub enum Style {
     Json,
 }
 
+/// `--quiet` and `--json-events`, which every command that does work takes.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct EventArgs {
+    /// Only warnings on stderr.
+    #[arg(long, short, conflicts_with = "json_events")]
+    pub quiet: bool,
+    /// Progress as one JSON object per line on stderr (the book's events page lists them).
+    #[arg(long)]
+    pub json_events: bool,
+}
+
+impl EventArgs {
+    /// The style these flags ask for.
+    pub fn style(self) -> Style {
+        if self.json_events {
+            Style::Json
+        } else if self.quiet {
+            Style::Quiet
+        } else {
+            Style::Auto
+        }
+    }
+
+    /// A reporter in that style.
+    pub fn reporter(self) -> StderrReporter {
+        StderrReporter::new(self.style())
+    }
+}
+
 /// Shows events on stderr.
 pub struct StderrReporter {
     style: Style,
@@ -142,6 +171,39 @@ impl Reporter for StderrReporter {
                 }
             }
             Event::Wrote { path } => self.line(format!("  wrote {}", path.display())),
+            Event::RunPlanned { device, config, reps, threads, workload } => {
+                self.line(format!("measuring {config} on {device} ({reps}, {threads} threads, {workload})..."))
+            }
+            Event::ProcessesPlanned { device, config, workload, processes, threads, reference } => {
+                self.line(format!(
+                    "{processes} fresh process(es) of {config} at {workload} on {device} ({threads} threads){}",
+                    if *reference {
+                        ", each followed by one of llama-bench on the same GGUF"
+                    } else {
+                        "; llama-bench not found (--llama-bench PATH compares with it)"
+                    }
+                ))
+            }
+            Event::PointAdded { device, profile, what, held_out, dry_run } => self.line(format!(
+                "{} a{} calibration point to {profile}: {what}{}",
+                if *dry_run { "would add" } else { "added" },
+                if *held_out { " held-out" } else { "" },
+                if *dry_run { String::new() } else { format!("; `pocketbench calibrate --device {device}` refits") }
+            )),
+            Event::Imported { test, config, device, decode_tok_s, prefill_tok_s, peak_mem_mb, reps, dry_run } => {
+                self.line(format!(
+                    "{} {test}: {config} on {device}: decode {decode_tok_s:.1} tok/s, prefill {prefill_tok_s:.1} tok/s, peak memory +{peak_mem_mb:.1} MB ({reps} repetitions)",
+                    if *dry_run { "would store" } else { "storing" },
+                ))
+            }
+            Event::Compared { baseline, outcome, comparisons } => self.line(format!(
+                "compared with {}: gate {outcome}, {comparisons} comparison(s)",
+                baseline.display()
+            )),
+            Event::Exported { path, config, mb, seed } => self.line(format!(
+                "wrote {} ({config}, {mb:.1} MB, seed {seed:#x}: the same weights as the probe runs)",
+                path.display()
+            )),
             other => {
                 if let Some(text) = measuring_line(other) {
                     self.line(text);

@@ -7,7 +7,9 @@ use pocketbench::device::Devices;
 use pocketbench::record::Record;
 use pocketbench::runner::{self, JobSettings};
 
-use super::render::{range, verdict};
+use pocketbench::event::{Event, Reporter};
+
+use super::render::{range, verdict, EventArgs};
 use super::reps_args::{AutoArgs, Reps};
 use super::{Code, ShapeArgs, WorkloadArgs};
 
@@ -39,14 +41,9 @@ pub struct MeasureArgs {
     /// with `--features llama`), llama-bench (an external command:
     /// `$POCKETBENCH_LLAMA_BENCH` or on PATH) or mnn-llm-bench (MNN's
     /// llm_bench: `$POCKETBENCH_MNN_LLM_BENCH` or `llm_bench` on PATH; needs
-    /// --engine-model); default: the device profile's `engine.probe`.
+    /// `run --engine-model`); default: the device profile's `engine.probe`.
     #[arg(long, value_name = "E", value_parser = super::engine_arg)]
     pub engine: Option<pocketbench::probe::EngineKind>,
-    /// A model in the engine's own format, run instead of the GGUF
-    /// pocketbench builds: for mnn-llm-bench, the `config.json` of an MNN
-    /// export (llmexport.py) of this configuration. `run` only.
-    #[arg(long, value_name = "PATH")]
-    pub engine_model: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `run`.
@@ -66,6 +63,11 @@ pub struct RunArgs {
     /// Measurement settings.
     #[command(flatten)]
     pub measure: MeasureArgs,
+    /// A model in the engine's own format, run instead of the GGUF
+    /// pocketbench builds: for mnn-llm-bench, the `config.json` of an MNN
+    /// export (llmexport.py) of this configuration.
+    #[arg(long, value_name = "PATH")]
+    pub engine_model: Option<std::path::PathBuf>,
     /// Print the record as JSON (raw samples included).
     #[arg(long)]
     pub json: bool,
@@ -78,6 +80,8 @@ pub struct RunArgs {
     /// With --save-point: hold the point out of the fit (to check the fit against it).
     #[arg(long, requires = "save_point")]
     pub holdout: bool,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 impl MeasureArgs {
@@ -91,7 +95,7 @@ impl MeasureArgs {
             timeout: Duration::from_secs(self.timeout.max(1)),
             force: self.force,
             engine: self.engine,
-            engine_model: self.engine_model.clone(),
+            engine_model: None,
             auto,
             pin: self.pin,
         }
@@ -103,14 +107,23 @@ pub fn run(a: &RunArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
     let w = a.workload.on_device(device)?;
-    let job = a.measure.settings(Reps::Auto).job(device, shape, w)?;
+    let settings = JobSettings { engine_model: a.engine_model.clone(), ..a.measure.settings(Reps::Auto) };
+    let job = settings.job(device, shape, w)?;
     let runner = runner::for_device(device)?;
     let reps = match job.auto {
         Some(a) => format!("{}..{} reps until ±{:.1}%", job.reps, a.max_reps, a.precision * 100.0),
         None => format!("{} reps", job.reps),
     };
-    eprintln!("measuring {} on {} ({reps}, {} threads, {w})...", shape, device.id(), job.threads);
+    let mut reporter = a.events.reporter();
+    reporter.report(&Event::RunPlanned {
+        device: device.id().to_string(),
+        config: shape.to_string(),
+        reps,
+        threads: job.threads,
+        workload: w.to_string(),
+    });
     let r = pocketbench::schedule::measure_one(runner.as_ref(), device, &job)?;
+    drop(reporter);
     if a.json {
         outln!("{}", super::pretty(&r)?);
     } else {
@@ -124,12 +137,13 @@ pub fn run(a: &RunArgs, devices: &Devices) -> pocketbench::Result<Code> {
         let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
         let (saved, target) = pocketbench::calibrate::with_points_added(devices, device, std::slice::from_ref(&point))?;
         pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())?;
-        eprintln!(
-            "appended a{} calibration point to {}; run `pocketbench calibrate --device {}` to refit",
-            if a.holdout { " held-out" } else { "" },
-            saved.origin(),
-            device.id()
-        );
+        a.events.reporter().report(&Event::PointAdded {
+            device: device.id().to_string(),
+            profile: saved.origin().to_string(),
+            what: format!("{} ({}+{})", r.config_name, r.prompt_tokens, r.gen_tokens),
+            held_out: a.holdout,
+            dry_run: false,
+        });
     }
     Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
 }

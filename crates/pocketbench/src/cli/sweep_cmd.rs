@@ -10,7 +10,9 @@ use pocketbench::store::{self, Store};
 use pocketbench::sweep::{self, MeasureSettings, PlanOptions, Selection, Shard};
 use pocketbench::units::ParamCount;
 
-use super::render::{StderrReporter, Style};
+use pocketbench::event::{Event, Reporter};
+
+use super::render::EventArgs;
 use super::run_cmd::MeasureArgs;
 use super::{Code, WorkloadArgs};
 
@@ -63,12 +65,8 @@ pub struct SweepArgs {
     /// Exit with code 1 when some device has no feasible configuration.
     #[arg(long)]
     pub require_feasible: bool,
-    /// Only warnings on stderr.
-    #[arg(long, short, conflicts_with = "json_events")]
-    pub quiet: bool,
-    /// Progress as one JSON object per line on stderr (see the event module's docs).
-    #[arg(long)]
-    pub json_events: bool,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Arguments of `report`.
@@ -84,6 +82,8 @@ pub struct ReportArgs {
     /// --allow-contended`); refused by default.
     #[arg(long, requires = "baseline")]
     pub allow_contended: bool,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// Arguments of `merge`.
@@ -94,9 +94,8 @@ pub struct MergeArgs {
     /// Shard output folders (or their pocketbench.db files).
     #[arg(required = true, num_args = 1..)]
     pub inputs: Vec<PathBuf>,
-    /// Only warnings on stderr.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// The store file of an output folder (or the file itself).
@@ -105,16 +104,6 @@ pub(super) fn store_file(p: &Path) -> PathBuf {
         p.to_path_buf()
     } else {
         p.join(store::FILE_NAME)
-    }
-}
-
-fn style(quiet: bool, json: bool) -> Style {
-    if json {
-        Style::Json
-    } else if quiet {
-        Style::Quiet
-    } else {
-        Style::Auto
     }
 }
 
@@ -143,7 +132,7 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> pocketbench::Result<Code> {
         fresh: a.fresh,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    let mut reporter = StderrReporter::new(style(a.quiet, a.json_events));
+    let mut reporter = a.events.reporter();
     let done = pocketbench::pipeline::run_request(&request, devices, &mut reporter)?;
     drop(reporter);
     print_summary(&done.report)?;
@@ -167,9 +156,11 @@ fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
                 .and_then(|id| report.outcome.results.iter().find(|r| r.device == d.device && &r.config_id == id));
             match rec {
                 Some(r) => outln!(
-                    "  {label:<8} {} {:>8}  {:>4.0} tok/s {:>4.0} MB {:>5.2} J  ({})",
+                    "  {label:<8} {} {:>8}  capability {:>4.1}{}  {:>4.0} tok/s {:>4.0} MB {:>5.2} J  ({})",
                     r.config_name,
                     ParamCount(r.params_total as f64).to_string(),
+                    r.capability,
+                    if r.capability_source.starts_with("measured") { "" } else { "*" },
                     r.decode_tok_s,
                     r.peak_mem_increase_mb,
                     r.energy_j_per_run,
@@ -179,11 +170,16 @@ fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
             }
         }
     }
+    if let Some(r) = report.outcome.results.iter().find(|r| !r.capability_source.starts_with("measured")) {
+        outln!("best: the most capable configuration meeting every budget; largest: the one with the most parameters");
+        outln!("capability* is a {} (not a benchmark score)", r.capability_source);
+    }
     Ok(())
 }
 
 /// Run `report`: re-render every export from the store, predicting and measuring nothing.
 pub fn report(a: &ReportArgs) -> pocketbench::Result<Code> {
+    let mut reporter = a.events.reporter();
     let db = store_file(&a.out);
     let store = Store::open_read_only(&db)?;
     let mut data = SweepReport::from_store(&store)?;
@@ -197,12 +193,16 @@ pub fn report(a: &ReportArgs) -> pocketbench::Result<Code> {
             ..pocketbench::gate::Settings::default()
         };
         let v = pocketbench::gate::evaluate(&baseline, &this, &settings);
-        eprintln!("compared with {}: gate {:?}, {} comparison(s)", b.display(), v.outcome, v.counts.comparisons);
+        reporter.report(&Event::Compared {
+            baseline: b.clone(),
+            outcome: v.outcome.name().to_string(),
+            comparisons: v.counts.comparisons,
+        });
         data.comparison = Some(Box::new(v));
     }
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
-    for p in report::write_all(&dir, &data, &report::standard())? {
-        eprintln!("wrote {}", p.display());
+    for path in report::write_all(&dir, &data, &report::standard())? {
+        reporter.report(&Event::Wrote { path });
     }
     Ok(Code::Ok)
 }
@@ -215,10 +215,9 @@ pub fn merge(a: &MergeArgs) -> pocketbench::Result<Code> {
     let (store, outcome) = sweep::merge(&db, &refs)?;
     let data = SweepReport::with_outcome(&store, outcome)?;
     let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
-    for p in report::write_all(&dir, &data, &report::standard())? {
-        if !a.quiet {
-            eprintln!("wrote {}", p.display());
-        }
+    let mut reporter = a.events.reporter();
+    for path in report::write_all(&dir, &data, &report::standard())? {
+        reporter.report(&Event::Wrote { path });
     }
     Ok(Code::Ok)
 }
