@@ -2,9 +2,9 @@
 
 use clap::Args;
 use pocketbench::calibrate::design::Design;
-use pocketbench::calibrate::{calibrate, host, write_back};
-use pocketbench::device::{Device, Devices, Origin};
-use pocketbench::error::Context;
+use pocketbench::calibrate::host;
+use pocketbench::calibrate::points::{self, AddOptions};
+use pocketbench::device::{Device, Devices};
 
 use super::calibrate_print::{self as print, print_fit};
 use pocketbench::event::{Event, Reporter};
@@ -134,93 +134,38 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
     if !a.add.is_empty() {
         return add(a, devices, id);
     }
-    let targets: Vec<_> = match &a.device {
-        Some(id) => vec![devices.get(id)?],
-        None => devices.all().iter().filter(|d| !d.points().is_empty()).collect(),
-    };
-    fit_and_report(a, &targets)
+    fit_and_report(a, &points::targets(devices, a.device.as_deref())?)
 }
 
-/// `calibrate --add`: every record read and checked first, then the
-/// points added together and fitted before anything is written.
+/// `calibrate --add`: the library checks every record, adds the points
+/// together and fits before anything is written.
 fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> pocketbench::Result<Code> {
-    let device = devices.get(id)?;
-    // Every file is read and checked first; then the points are added
-    // together, so a bad third file leaves the profile as it was.
-    let (mut points, mut added) = (Vec::with_capacity(a.add.len()), Vec::new());
-    for f in &a.add {
-        let text =
-            std::fs::read_to_string(f).map_err(|e| pocketbench::Error::usage(format!("{}: {e}", f.display())))?;
-        let rec: pocketbench::record::Record = serde_json::from_str(&text)
-            .map_err(|e| pocketbench::Error::usage(format!("{}: not a result record: {e}", f.display())))?;
-        if rec.device != id {
-            return Err(pocketbench::Error::usage(format!(
-                "{}: measured on `{}`, not `{id}`",
-                f.display(),
-                rec.device
-            )));
-        }
-        let point = pocketbench::calibrate::point_from_record(&rec, a.holdout).ok_or_else(|| {
-            pocketbench::Error::usage(format!("{}: a predicted record, not a measurement", f.display()))
-        })?;
-        if let (true, false, Some(here)) = (device.is_local(), a.force, devices.here()) {
-            if point.machine.as_deref() != Some(here.fingerprint.as_str()) {
-                return Err(pocketbench::Error::usage(format!(
-                    "{}: measured on another machine ({}, fingerprint {}), not this one ({}, fingerprint {}); a calibration of `{id}` describes this machine: pass --force to add it anyway",
-                    f.display(),
-                    point.cpu.as_deref().unwrap_or("unrecorded"),
-                    point.machine.as_deref().unwrap_or("unrecorded"),
-                    here.describe(),
-                    here.fingerprint
-                )));
-            }
-        }
-        points.push(point);
-        added.push(format!("{} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, f.display()));
-    }
-    // The points are added in memory and fitted first: a fit that fails
-    // writes nothing; with --dry-run nothing is written either way.
-    let (device, target) = pocketbench::calibrate::with_points_added(devices, device, &points)
-        .with_context(|| format!("adding calibration points to the profile of `{id}`"))?;
-    calibrate(&device).context("the points were not added (nothing was written)")?;
-    if !a.dry_run {
-        pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())?;
-    }
+    let o = AddOptions { holdout: a.holdout, force: a.force, dry_run: a.dry_run };
+    let done = points::add_records(devices, id, &a.add, &o)?;
     let mut reporter = a.events.reporter();
-    for what in added {
+    for what in done.added {
         reporter.report(&Event::PointAdded {
             device: id.to_string(),
-            profile: device.origin().to_string(),
+            profile: done.device.origin().to_string(),
             what,
             held_out: a.holdout,
             dry_run: a.dry_run,
         });
     }
     drop(reporter);
-    fit_and_report(a, &[&device])
+    fit_and_report(a, &[&done.device])
 }
 
 fn fit_and_report(a: &CalibrateArgs, targets: &[&Device]) -> pocketbench::Result<Code> {
-    let mut all = Vec::new();
-    for &device in targets {
-        if device.points().is_empty() {
-            return Err(pocketbench::Error::usage(format!(
-                "device `{}` has no calibration points: its parameters are documented priors",
-                device.id()
-            )));
-        }
-        let cal = calibrate(device)?;
-        let written = !a.dry_run && matches!(device.origin(), Origin::File(_));
-        if !a.dry_run {
-            write_back(device, &cal)?;
-        }
-        if !a.json {
-            print_fit(device, &cal, if written { "written" } else { "not written (--dry-run)" }, a.verbose)?;
-        }
-        all.push(cal);
-    }
+    let fitted = points::fit_devices(targets, a.dry_run)?;
     if a.json {
+        let all: Vec<_> = fitted.iter().map(|f| &f.calibration).collect();
         outln!("{}", super::pretty(&all)?);
+        return Ok(Code::Ok);
+    }
+    for (device, f) in targets.iter().zip(&fitted) {
+        let note = if f.written { "written" } else { "not written (--dry-run)" };
+        print_fit(device, &f.calibration, note, a.verbose)?;
     }
     Ok(Code::Ok)
 }

@@ -2,7 +2,7 @@
 
 use clap::Args;
 use pocketbench::device::{Devices, Transport};
-use pocketbench::runner::attached::{attached, attached_ios, Attached};
+use pocketbench::runner::attached::{Asked, Attached};
 use pocketbench::units::{Bandwidth, Energy};
 use serde::Serialize;
 
@@ -50,16 +50,7 @@ struct Row {
 
 /// Run `devices`.
 pub fn run(a: &DevicesArgs, devices: &Devices) -> pocketbench::Result<Code> {
-    let attached = (!a.offline).then(|| {
-        pocketbench_runner_android::Adb::found("")
-            .map_err(|e| pocketbench::Error::Unavailable(e.to_string()))
-            .and_then(|adb| attached(devices.all(), &adb, std::time::Duration::from_secs(15)))
-    });
-    let apple = (!a.offline).then(|| {
-        pocketbench_runner_ios::Xcrun::locate()
-            .map_err(|e| pocketbench::Error::Unavailable(e.to_string()))
-            .and_then(|x| attached_ios(devices.all(), &x, std::time::Duration::from_secs(30)))
-    });
+    let Asked { android: attached, apple } = pocketbench::runner::attached::ask(devices, a.offline);
     let rows = rows(devices, &attached, &apple);
     if a.json {
         outln!("{}", super::pretty(&rows)?);
@@ -73,11 +64,11 @@ pub fn run(a: &DevicesArgs, devices: &Devices) -> pocketbench::Result<Code> {
     Ok(Code::Ok)
 }
 
-type Asked = Option<Result<Attached, pocketbench::Error>>;
+type Answer = Option<Result<Attached, pocketbench::Error>>;
 
 /// One row per profile, with what adb or devicectl said of it where it
 /// was asked.
-fn rows(devices: &Devices, attached: &Asked, apple: &Asked) -> Vec<Row> {
+fn rows(devices: &Devices, attached: &Answer, apple: &Answer) -> Vec<Row> {
     let attachment = |id: &str| {
         [attached, apple].into_iter().find_map(|asked| match asked {
             Some(Ok(a)) => a.devices.iter().find(|d| d.device == id).cloned(),
@@ -146,7 +137,7 @@ fn print_table(rows: &[Row]) -> pocketbench::Result<()> {
 
 /// The devices a tool (adb, devicectl) lists, and which profile measures
 /// which (or why not).
-fn print_attached(what: &str, attached: &Asked, wid: usize) -> pocketbench::Result<()> {
+fn print_attached(what: &str, attached: &Answer, wid: usize) -> pocketbench::Result<()> {
     match attached {
         None => {}
         Some(Err(e)) => outln!("\n{what}: not asked ({e})"),

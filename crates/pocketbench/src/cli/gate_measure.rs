@@ -1,18 +1,14 @@
-//! `pocketbench gate --measure`: measure baseline and candidate alternately
-//! on one device, save every repetition as it lands, then gate them.
+//! The flags of `pocketbench gate --measure`, turned into the library's
+//! request (`pocketbench::pipeline::gate_measure`), which measures baseline
+//! and candidate alternately on one device and saves every repetition as
+//! it lands.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
-use pocketbench::device::Devices;
-use pocketbench::event::Reporter;
-use pocketbench::gate::Loaded;
+use pocketbench::pipeline::gate_measure::{Configs, Request, Side};
 use pocketbench::probe::EngineKind;
-use pocketbench::runner::JobSettings;
-use pocketbench::schedule::abab::{self, Arm};
-use pocketbench::schedule::Cooling;
-use pocketbench::sweep::{Plan, PlanOptions};
 
 use super::reps_args::{AutoArgs, Reps};
 use super::{ShapeArgs, WorkloadArgs};
@@ -83,79 +79,47 @@ pub struct MeasureSides {
     pub out: PathBuf,
 }
 
-/// Measure both sides; return them as the gate's two inputs.
-pub fn run(
-    m: &MeasureSides,
-    sweep: Option<&Path>,
-    devices: &Devices,
-    min_samples: usize,
-    reporter: &mut dyn Reporter,
-) -> pocketbench::Result<(Loaded, Loaded)> {
-    let device = devices.get(&m.device)?;
-    let shape_given = m.shape.preset.is_some() || m.shape.hidden.is_some() || m.shape.layers.is_some();
-    let (shapes, w) = match (shape_given, sweep) {
-        (true, _) => (vec![m.shape.resolve()?], m.workload.on_device(device)?),
-        (false, Some(file)) => {
-            let opts = PlanOptions { workload: m.workload.spec(), ..PlanOptions::default() };
-            let plan = Plan::from_file(file, &opts)?;
-            (plan.shapes.iter().map(|(s, _)| *s).collect(), plan.workload)
-        }
-        (false, None) => {
-            return Err(pocketbench::Error::usage(
-                "--measure needs a configuration (--preset or shape flags) or --sweep FILE (every configuration of its plan)",
-            ))
-        }
-    };
-    let settings = |threads: Option<u32>, engine: Option<EngineKind>, model: &Option<PathBuf>| JobSettings {
-        reps: 1,
-        threads: threads.or(m.threads),
-        timeout: Duration::from_secs(m.timeout.max(1)),
-        force: false,
-        engine,
-        engine_model: model.clone(),
-        auto: None,
-        pin: false,
-    };
-    let runner = |p: &Option<PathBuf>| pocketbench::runner::for_device_with(device, p.as_deref());
-    let (ra, rb) = (runner(&m.baseline_probe)?, runner(&m.candidate_probe)?);
-    let a = Arm {
-        name: "baseline",
-        runner: ra.as_ref(),
-        settings: settings(m.baseline_threads, m.baseline_engine, &m.baseline_engine_model),
-    };
-    let b = Arm {
-        name: "candidate",
-        runner: rb.as_ref(),
-        settings: settings(m.candidate_threads, m.candidate_engine, &m.candidate_engine_model),
-    };
-    let (mut reps, auto) = m.auto.resolve(m.reps.unwrap_or(Reps::Auto));
-    if auto.is_some() {
-        // Fewer than the gate's minimum a side would be inconclusive.
-        reps = reps.max(min_samples as u32);
+impl MeasureSides {
+    /// The library's request from these flags. A shape given here wins over
+    /// `--sweep FILE`; with neither there is nothing to measure.
+    pub fn request(&self, sweep: Option<&Path>) -> pocketbench::Result<Request> {
+        let shape_given = self.shape.preset.is_some() || self.shape.hidden.is_some() || self.shape.layers.is_some();
+        let configs = match (shape_given, sweep) {
+            (true, _) => Configs::One(self.shape.spec()),
+            (false, Some(file)) => Configs::Sweep(file.to_path_buf()),
+            (false, None) => {
+                return Err(pocketbench::Error::usage(
+                    "--measure needs a configuration (--preset or shape flags) or --sweep FILE (every configuration of its plan)",
+                ))
+            }
+        };
+        let (reps, auto) = self.auto.resolve(self.reps.unwrap_or(Reps::Auto));
+        let side = |threads, engine, probe: &Option<PathBuf>, model: &Option<PathBuf>| Side {
+            threads,
+            engine,
+            probe: probe.clone(),
+            engine_model: model.clone(),
+        };
+        Ok(Request {
+            device: self.device.clone(),
+            configs,
+            workload: self.workload.spec(),
+            reps,
+            auto,
+            threads: self.threads,
+            sides: [
+                side(self.baseline_threads, self.baseline_engine, &self.baseline_probe, &self.baseline_engine_model),
+                side(
+                    self.candidate_threads,
+                    self.candidate_engine,
+                    &self.candidate_probe,
+                    &self.candidate_engine_model,
+                ),
+            ],
+            cool_to: self.cool_to,
+            cool_timeout: self.cool_timeout,
+            timeout: Duration::from_secs(self.timeout),
+            out: self.out.clone(),
+        })
     }
-    if !(1..=pocketbench::probe::MAX_REPS).contains(&reps) {
-        return Err(pocketbench::Error::usage(format!(
-            "--reps must be between 1 and {}, got {reps}",
-            pocketbench::probe::MAX_REPS
-        )));
-    }
-    if let Some(a) = auto {
-        if !(a.precision > 0.0 && a.precision < 1.0) || a.max_reps < reps || a.max_reps > pocketbench::probe::MAX_REPS {
-            return Err(pocketbench::Error::usage(format!(
-                "--reps auto needs --precision above 0 and below 1 and --max-reps from {reps} (the minimum a side) to {}, got {} and {}",
-                pocketbench::probe::MAX_REPS,
-                a.precision,
-                a.max_reps
-            )));
-        }
-    }
-    let thermal = device.profile().thermal.unwrap_or_default();
-    let (cool_to, cool_timeout) =
-        (m.cool_to.unwrap_or(thermal.cool_to_c), m.cool_timeout.unwrap_or(thermal.cool_timeout_s));
-    if !cool_to.is_finite() {
-        return Err(pocketbench::Error::usage(format!("--cool-to must be a temperature in C, got {cool_to}")));
-    }
-    let cooling = Cooling { target_c: cool_to, timeout: Duration::from_secs(cool_timeout), ..Cooling::default() };
-    let plan = abab::Plan { device, shapes: &shapes, workload: w, reps, auto, cooling };
-    abab::measure_into(&plan, [&a, &b], &m.out, reporter)
 }

@@ -2,12 +2,10 @@
 //! it in the host profile as its roofline.
 
 use clap::Args;
-use pocketbench::calibrate::{host, write_profile};
-use pocketbench::device::{Devices, Transport};
-use pocketbench::hostinfo;
-use pocketbench::probe::HostFacts;
-
+use pocketbench::calibrate::points;
+use pocketbench::device::Devices;
 use pocketbench::event::{Event, Reporter};
+use pocketbench::hostinfo;
 
 use super::render::EventArgs;
 use super::Code;
@@ -36,18 +34,8 @@ pub struct HostInfoArgs {
 
 /// Run `host-info`.
 pub fn run(a: &HostInfoArgs, devices: &Devices) -> pocketbench::Result<Code> {
-    let device = devices.get(&a.device)?;
-    if device.profile().transport != Transport::Local {
-        return Err(pocketbench::Error::usage(format!(
-            "device `{}` is not this host (transport is not `local`)",
-            a.device
-        )));
-    }
-    if a.buffer_mib < 64 || a.passes == 0 {
-        return Err(pocketbench::Error::usage("--buffer-mib must be at least 64 and --passes at least 1"));
-    }
-    let facts = HostFacts::collect();
-    let bw = hostinfo::measure(a.buffer_mib << 20, a.passes);
+    let done = points::host_info(devices, &a.device, a.buffer_mib, a.passes, a.dry_run)?;
+    let (facts, bw) = (&done.facts, &done.bandwidth);
     let gb = |v: f64| v / 1e9;
     if a.json {
         outln!("{}", super::pretty(&serde_json::json!({ "host": facts, "bandwidth_bytes_per_s": bw }))?);
@@ -63,13 +51,8 @@ pub fn run(a: &HostInfoArgs, devices: &Devices) -> pocketbench::Result<Code> {
         );
         outln!("  measured: best of {} passes over a {} MiB buffer", a.passes, a.buffer_mib);
     }
-    if a.dry_run {
-        return Ok(Code::Ok);
+    if let Some(path) = done.written {
+        a.events.reporter().report(&Event::Wrote { path });
     }
-    // This machine's own profile (made from the loaded one when it has none).
-    let target = devices.writable(device)?;
-    let text = host::with_bandwidth(&target.text, &target.path, &facts, &bw, a.buffer_mib, a.passes)?;
-    write_profile(&target.path, text.as_bytes())?;
-    a.events.reporter().report(&Event::Wrote { path: target.path.clone() });
     Ok(Code::Ok)
 }

@@ -1,17 +1,13 @@
 //! `pocketbench import-xctest`: a farm's run of the app's XCTest into a
 //! sweep's store, then the sweep's exports rendered again.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use pocketbench::device::Devices;
-use pocketbench::report::{self, SweepReport};
-use pocketbench::store::Store;
-
-use pocketbench::event::{Event, Reporter};
+use pocketbench::pipeline::exports::Import;
 
 use super::render::EventArgs;
-use super::sweep_cmd::store_file;
 use super::Code;
 
 /// Arguments of `import-xctest`.
@@ -41,39 +37,13 @@ pub struct ImportXctestArgs {
 /// Run `import-xctest`.
 pub fn run(a: &ImportXctestArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let device = devices.get(&a.device)?;
-    let imported = pocketbench::xctest::read_export(&a.attachments, a.metrics.as_deref(), device)?;
-    let db = store_file(&a.out);
-    if !db.is_file() {
-        return Err(pocketbench::Error::usage(format!(
-            "no store at {}: sweep on `{}` into that folder first (`--predict-only` is enough)",
-            db.display(),
-            a.device
-        )));
-    }
-    let mut reporter = a.events.reporter();
-    for i in &imported {
-        let r = &i.record;
-        reporter.report(&Event::Imported {
-            device: r.device.clone(),
-            test: i.test.clone(),
-            config: r.config_name.clone(),
-            decode_tok_s: r.decode_tok_s,
-            prefill_tok_s: r.prefill_tok_s,
-            peak_mem_mb: r.peak_mem_increase_mb,
-            reps: r.measurement.as_ref().map_or(0, |m| m.probe.reps.len()),
-            dry_run: a.dry_run,
-        });
-    }
-    if a.dry_run {
-        return Ok(Code::Ok);
-    }
-    let mut store = Store::open(&db)?;
-    let line = std::env::args().collect::<Vec<_>>().join(" ");
-    pocketbench::xctest::store(&mut store, device, &imported, &line)?;
-    let data = SweepReport::from_store(&store)?;
-    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
-    for path in report::write_all(&dir, &data, &report::standard())? {
-        reporter.report(&Event::Wrote { path });
-    }
+    let request = Import {
+        attachments: a.attachments.clone(),
+        metrics: a.metrics.clone(),
+        out: a.out.clone(),
+        dry_run: a.dry_run,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    pocketbench::pipeline::exports::import_xctest(&request, device, &mut a.events.reporter())?;
     Ok(Code::Ok)
 }

@@ -147,7 +147,7 @@ pub struct ShapeArgs {
 }
 
 impl ShapeArgs {
-    fn spec(&self) -> ShapeSpec {
+    pub(crate) fn spec(&self) -> ShapeSpec {
         ShapeSpec {
             preset: self.preset.clone(),
             hidden: self.hidden,
@@ -181,7 +181,7 @@ pub struct WorkloadArgs {
 }
 
 impl WorkloadArgs {
-    fn spec(&self) -> WorkloadSpec {
+    pub(crate) fn spec(&self) -> WorkloadSpec {
         WorkloadSpec { prompt: self.prompt, gen: self.gen, context: None }
     }
 

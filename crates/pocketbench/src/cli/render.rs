@@ -185,7 +185,7 @@ impl Reporter for StderrReporter {
                 ))
             }
             Event::PointAdded { device, profile, what, held_out, dry_run } => self.line(format!(
-                "{} a{} calibration point to {profile}: {what}{}",
+                "{} {what} to {profile} as a{} calibration point{}",
                 if *dry_run { "would add" } else { "added" },
                 if *held_out { " held-out" } else { "" },
                 if *dry_run { String::new() } else { format!("; `pocketbench calibrate --device {device}` refits") }

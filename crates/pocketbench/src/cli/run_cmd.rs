@@ -134,12 +134,10 @@ pub fn run(a: &RunArgs, devices: &Devices) -> pocketbench::Result<Code> {
         return Err(pocketbench::Error::InvalidOutput(format!("{} on {}: {why}", r.config_name, r.device)));
     }
     if a.save_point {
-        let point = pocketbench::calibrate::point_from_record(&r, a.holdout).expect("a measured record");
-        let (saved, target) = pocketbench::calibrate::with_points_added(devices, device, std::slice::from_ref(&point))?;
-        pocketbench::calibrate::write_profile(&target.path, target.text.as_bytes())?;
+        let profile = pocketbench::calibrate::points::save_point(devices, device, &r, a.holdout)?;
         a.events.reporter().report(&Event::PointAdded {
             device: device.id().to_string(),
-            profile: saved.origin().to_string(),
+            profile,
             what: format!("{} ({}+{})", r.config_name, r.prompt_tokens, r.gen_tokens),
             held_out: a.holdout,
             dry_run: false,

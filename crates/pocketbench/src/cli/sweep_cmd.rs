@@ -1,16 +1,15 @@
 //! `pocketbench sweep`, `pocketbench report` and `pocketbench merge`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use pocketbench::device::Devices;
 use pocketbench::pareto::Objective;
-use pocketbench::report::{self, SweepReport};
-use pocketbench::store::{self, Store};
-use pocketbench::sweep::{self, MeasureSettings, PlanOptions, Selection, Shard};
+use pocketbench::report::SweepReport;
+use pocketbench::sweep::{MeasureSettings, PlanOptions, Selection, Shard};
 use pocketbench::units::ParamCount;
 
-use pocketbench::event::{Event, Reporter};
+use pocketbench::pipeline::exports::{self, Baseline};
 
 use super::render::EventArgs;
 use super::run_cmd::MeasureArgs;
@@ -98,15 +97,6 @@ pub struct MergeArgs {
     pub events: EventArgs,
 }
 
-/// The store file of an output folder (or the file itself).
-pub(super) fn store_file(p: &Path) -> PathBuf {
-    if p.extension().is_some_and(|e| e == "db") {
-        p.to_path_buf()
-    } else {
-        p.join(store::FILE_NAME)
-    }
-}
-
 /// Run `sweep`.
 pub fn run(a: &SweepArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let request = pocketbench::pipeline::Request {
@@ -179,46 +169,20 @@ fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
 
 /// Run `report`: re-render every export from the store, predicting and measuring nothing.
 pub fn report(a: &ReportArgs) -> pocketbench::Result<Code> {
-    let mut reporter = a.events.reporter();
-    let db = store_file(&a.out);
-    let store = Store::open_read_only(&db)?;
-    let mut data = SweepReport::from_store(&store)?;
-    if let Some(b) = &a.baseline {
-        use pocketbench::error::Context;
-        let baseline = pocketbench::report::source::load(b).context("reading the baseline")?;
-        let this = pocketbench::report::source::of_store(&store, &db.display().to_string())
-            .context("reading this sweep's store")?;
-        let settings = pocketbench::gate::Settings {
+    let baseline = a.baseline.as_ref().map(|path| Baseline {
+        path: path.clone(),
+        settings: pocketbench::gate::Settings {
             allow_contended: a.allow_contended,
             ..pocketbench::gate::Settings::default()
-        };
-        let v = pocketbench::gate::evaluate(&baseline, &this, &settings);
-        reporter.report(&Event::Compared {
-            baseline: b.clone(),
-            outcome: v.outcome.name().to_string(),
-            comparisons: v.counts.comparisons,
-        });
-        data.comparison = Some(Box::new(v));
-    }
-    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
-    for path in report::write_all(&dir, &data, &report::standard())? {
-        reporter.report(&Event::Wrote { path });
-    }
+        },
+    });
+    exports::report(&a.out, baseline.as_ref(), &mut a.events.reporter())?;
     Ok(Code::Ok)
 }
 
 /// Run `merge`: shard stores into one, then every export.
 pub fn merge(a: &MergeArgs) -> pocketbench::Result<Code> {
-    let inputs: Vec<PathBuf> = a.inputs.iter().map(|p| store_file(p)).collect();
-    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    let db = store_file(&a.out);
-    let (store, outcome) = sweep::merge(&db, &refs)?;
-    let data = SweepReport::with_outcome(&store, outcome)?;
-    let dir = db.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut reporter = a.events.reporter();
-    for path in report::write_all(&dir, &data, &report::standard())? {
-        reporter.report(&Event::Wrote { path });
-    }
+    exports::merge(&a.out, &a.inputs, &mut a.events.reporter())?;
     Ok(Code::Ok)
 }
 

@@ -67,3 +67,10 @@ impl Loaded {
         self
     }
 }
+
+impl From<crate::schedule::abab::Saved> for Loaded {
+    /// A side `gate --measure` measured and saved.
+    fn from(saved: crate::schedule::abab::Saved) -> Loaded {
+        Loaded::new(&saved.path.display().to_string(), "gate --measure", saved.records, saved.failures)
+    }
+}

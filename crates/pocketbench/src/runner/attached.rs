@@ -112,3 +112,29 @@ pub fn attached_ios(
         .collect();
     Ok(Attached { devices: rows, listed })
 }
+
+/// What each tool said: adb's and devicectl's lists matched to the
+/// profiles, or why the tool could not be asked; `None` where it was not
+/// asked (`pocketbench devices --offline`).
+#[derive(Debug, Default)]
+pub struct Asked {
+    /// `adb devices -l`.
+    pub android: Option<Result<Attached, crate::Error>>,
+    /// `xcrun devicectl list devices`.
+    pub apple: Option<Result<Attached, crate::Error>>,
+}
+
+/// Ask adb (within 15 s) and devicectl (within 30 s) which of the
+/// registry's phones and tablets are attached; nothing with `offline`.
+pub fn ask(devices: &crate::device::Devices, offline: bool) -> Asked {
+    if offline {
+        return Asked::default();
+    }
+    let android = Adb::found("")
+        .map_err(|e| crate::Error::Unavailable(e.to_string()))
+        .and_then(|adb| attached(devices.all(), &adb, Duration::from_secs(15)));
+    let apple = pocketbench_runner_ios::Xcrun::locate()
+        .map_err(|e| crate::Error::Unavailable(e.to_string()))
+        .and_then(|x| attached_ios(devices.all(), &x, Duration::from_secs(30)));
+    Asked { android: Some(android), apple: Some(apple) }
+}

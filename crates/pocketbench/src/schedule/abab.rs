@@ -127,15 +127,29 @@ fn stop(plan: &Plan, pairs: u32, started: std::time::Instant, sides: [&[Record];
     precise || pairs >= auto.max_reps || started.elapsed().as_secs_f64() >= auto.max_seconds
 }
 
+/// One side's measurements as saved: the file that holds them (JSON
+/// Lines, one record a line), its records and its failures. Measurement
+/// does not know who judges them (the gate reads a `Saved` as any other
+/// side: `gate::Loaded::from(saved)`).
+#[derive(Debug, Clone)]
+pub struct Saved {
+    /// The file the records were appended to.
+    pub path: std::path::PathBuf,
+    /// The side's records, one per repetition.
+    pub records: Vec<Record>,
+    /// Its failed repetitions.
+    pub failures: Vec<FailedMeasurement>,
+}
+
 /// [`measure`] with each record appended to `dir/baseline.jsonl` or
 /// `dir/candidate.jsonl` (synced) the moment it lands, the samples saved as
-/// data first; the two sides as the gate reads them.
+/// data first; then both sides, baseline first.
 pub fn measure_into(
     plan: &Plan,
     arms: [&Arm; 2],
     dir: &std::path::Path,
     reporter: &mut dyn Reporter,
-) -> Result<(crate::gate::Loaded, crate::gate::Loaded), crate::Error> {
+) -> Result<[Saved; 2], crate::Error> {
     use std::io::Write;
     std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
     let path_of = |arm: &str| dir.join(format!("{arm}.jsonl"));
@@ -147,13 +161,10 @@ pub fn measure_into(
         writeln!(f, "{line}").and_then(|_| f.sync_data()).map_err(|e| crate::Error::io(&p, e))
     };
     let got = measure(plan, arms, &mut sink, reporter)?;
-    let side = |arm: &str, records, failures| {
-        crate::gate::Loaded::new(&path_of(arm).display().to_string(), "gate --measure", records, failures)
-    };
-    Ok((
-        side("baseline", got.baseline, got.baseline_failures),
-        side("candidate", got.candidate, got.candidate_failures),
-    ))
+    Ok([
+        Saved { path: path_of("baseline"), records: got.baseline, failures: got.baseline_failures },
+        Saved { path: path_of("candidate"), records: got.candidate, failures: got.candidate_failures },
+    ])
 }
 
 /// Each configuration's pair of jobs, one repetition each.

@@ -48,6 +48,16 @@ use crate::outcome::DeviceSummary;
 /// The store's file name inside an output folder.
 pub const FILE_NAME: &str = "pocketbench.db";
 
+/// The store of an output folder, or the path itself when it names a
+/// `.db` file (every command takes either).
+pub fn file_in(out: &Path) -> PathBuf {
+    if out.extension().is_some_and(|e| e == "db") {
+        out.to_path_buf()
+    } else {
+        out.join(FILE_NAME)
+    }
+}
+
 /// Predicted records written per transaction.
 pub const BATCH: usize = 20_000;
 

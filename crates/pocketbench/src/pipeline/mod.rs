@@ -7,6 +7,9 @@
 //! in the report, which reads the sweep's types, so it cannot be part of the
 //! sweep module.
 
+pub mod exports;
+pub mod gate_measure;
+
 use std::path::{Path, PathBuf};
 
 use crate::capability::Scores;
