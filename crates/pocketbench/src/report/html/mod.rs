@@ -311,34 +311,70 @@ fn results_table(s: &mut String, report: &SweepReport) {
 }
 
 fn facts(s: &mut String, report: &SweepReport) {
-    s.push_str("<dl>");
-    let mut fact = |k: &str, v: &str| {
-        let _ = write!(s, "<dt>{}</dt><dd>{}</dd>", escape(k), escape(v));
-    };
-    fact("report", &format!("{} (schema {})", report.tool, report.schema_version));
-    fact("sweep file", &report.sweep_file);
+    let _ = write!(
+        s,
+        "<p>Report {} (schema {}) from <code>{}</code>.</p>",
+        escape(&report.tool),
+        report.schema_version,
+        escape(&report.sweep_file)
+    );
+    s.push_str(
+        "<div class=\"scroll\"><table><thead><tr><th>run</th><th>command</th><th>when (UTC)</th><th>status</th>\
+         <th>pocketbench</th><th>machine</th><th>build</th></tr></thead><tbody>",
+    );
     for (i, r) in report.runs.iter().enumerate() {
-        let n = i + 1;
-        fact(
-            &format!("run {n}"),
-            &format!(
-                "{} ({} to {}, {})",
-                r.command_line,
-                r.started_at,
-                r.ended_at.as_deref().unwrap_or("killed or running"),
-                r.status
-            ),
+        let (machine, build) = host_cells(&r.host);
+        let _ = write!(
+            s,
+            "<tr><td class=\"n\">{}</td><td><code>{}</code></td><td>{} to {}</td><td>{}</td><td>{}, commit {}</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            escape(&r.command_line),
+            escape(&r.started_at),
+            escape(r.ended_at.as_deref().unwrap_or("killed or running")),
+            escape(&r.status),
+            escape(&r.harness_version),
+            escape(r.git_commit.as_deref().unwrap_or("unknown")),
+            escape(&machine),
+            escape(&build),
         );
-        fact(
-            &format!("run {n} harness"),
-            &format!("{}, commit {}", r.harness_version, r.git_commit.as_deref().unwrap_or("unknown")),
-        );
-        fact(&format!("run {n} host"), &r.host);
     }
+    s.push_str("</tbody></table></div>");
+    s.push_str(
+        "<div class=\"scroll\"><table><thead><tr><th>device</th><th>its predictions rest on</th></tr></thead><tbody>",
+    );
     for d in &report.outcome.devices {
-        fact(&format!("profile {}", d.device), &d.calibration);
+        let _ = write!(s, "<tr><td>{}</td><td>{}</td></tr>", escape(&d.device), escape(&d.calibration));
     }
-    s.push_str("</dl>");
+    s.push_str("</tbody></table></div>");
+}
+
+/// A run's host, as the store keeps it (the probe's host facts as JSON),
+/// in two cells: the machine, and the build that measured on it. A host
+/// that is not such JSON (an older store) is shown as it was written.
+fn host_cells(host: &str) -> (String, String) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(host) else {
+        return (host.to_string(), String::new());
+    };
+    let m = &v["machine"];
+    let text = |x: &serde_json::Value| x.as_str().unwrap_or("?").to_string();
+    let gib = m["memory_bytes"].as_f64().map_or(String::new(), |b| format!(", {:.1} GiB", b / (1u64 << 30) as f64));
+    let machine = format!(
+        "{}, {} CPUs{gib}, {} (kernel {}), fingerprint {}",
+        text(&m["cpu"]),
+        m["logical_cpus"].as_u64().map_or("?".into(), |n| n.to_string()),
+        text(&m["os"]),
+        text(&m["kernel"]),
+        text(&v["fingerprint"]),
+    );
+    let b = &v["build"];
+    let build = format!(
+        "{} build, {}, {} kernels, {}",
+        text(&b["profile"]),
+        text(&b["rustc"]),
+        text(&v["kernels"]),
+        text(&b["target"])
+    );
+    (machine, build)
 }
 
 impl Exporter for ReportHtml {
@@ -445,8 +481,8 @@ fn charts_html(s: &mut String, report: &SweepReport, measured: &[&Record]) -> Re
     }
     if let Some(study) = studies::vocab(&first) {
         s.push_str("<h2>Vocabulary study</h2><div class=\"grid\">");
-        for mem in [false, true] {
-            figure_html(s, &charts::vocab::figure(&study, mem, &o.devices, &o.results)?);
+        for decode in [false, true] {
+            figure_html(s, &charts::vocab::figure(&study, decode, &o.devices, &o.results)?);
         }
         s.push_str("</div>");
     }

@@ -129,6 +129,47 @@ fn extent(s: &Scatter) -> (f64, f64, f64, f64) {
     }
 }
 
+/// The corner of the plot whose legend box would cover the fewest points
+/// (upper right on a tie): a point is never hidden under the legend when a
+/// corner is free. The box is sized from the legend's entries, in the
+/// plot's fractions.
+fn legend_corner(s: &Scatter, (x0, x1, y0, y1): (f64, f64, f64, f64)) -> SeriesLabelPosition {
+    let labels: Vec<usize> = s
+        .series
+        .iter()
+        .map(|x| x.name.len())
+        .chain(s.guides.iter().map(|g| match g {
+            Guide::Horizontal(_, l) | Guide::Vertical(_, l) => l.len(),
+            Guide::Diagonal(_) => 20,
+        }))
+        .collect();
+    let (plot_w, plot_h) = ((SIZE.0 - 64 - 24) as f64, (SIZE.1 - 42 - 24) as f64);
+    let w = ((labels.iter().max().copied().unwrap_or(0) as f64 * 7.0 + 50.0) / plot_w).min(1.0);
+    let h = ((labels.len() as f64 * 18.0 + 14.0) / plot_h).min(1.0);
+    let (dx, dy) = ((x1 - x0).max(f64::MIN_POSITIVE), (y1 - y0).max(f64::MIN_POSITIVE));
+    let covered = |right: bool, upper: bool| {
+        s.series
+            .iter()
+            .flat_map(|x| x.points.iter())
+            .filter(|p| {
+                let (fx, fy) = ((p.x - x0) / dx, (p.y - y0) / dy);
+                let in_x = if right { fx >= 1.0 - w } else { fx <= w };
+                let in_y = if upper { fy >= 1.0 - h } else { fy <= h };
+                in_x && in_y
+            })
+            .count()
+    };
+    [
+        (SeriesLabelPosition::UpperRight, covered(true, true)),
+        (SeriesLabelPosition::UpperLeft, covered(false, true)),
+        (SeriesLabelPosition::LowerRight, covered(true, false)),
+        (SeriesLabelPosition::LowerLeft, covered(false, false)),
+    ]
+    .into_iter()
+    .min_by_key(|(_, n)| *n)
+    .map_or(SeriesLabelPosition::UpperRight, |(p, _)| p)
+}
+
 type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 fn err(e: &dyn std::fmt::Display) -> String {
@@ -232,7 +273,7 @@ pub fn render(s: &Scatter) -> Result<String, String> {
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(180, 180, 180))
             .label_font(("sans-serif", 12))
-            .position(SeriesLabelPosition::UpperRight)
+            .position(legend_corner(s, (x0, x1, y0, y1)))
             .draw()
             .map_err(|x| err(&x))?;
         root.present().map_err(|x| err(&x))?;
@@ -242,4 +283,37 @@ pub fn render(s: &Scatter) -> Result<String, String> {
     // Scale with the page: the drawing keeps its aspect ratio.
     let buf = buf.replacen(&format!("width=\"{}\" height=\"{}\"", SIZE.0, SIZE.1), "class=\"chart\" role=\"img\"", 1);
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scatter(points: &[(f64, f64)]) -> Scatter {
+        let points = points.iter().map(|&(x, y)| Point { x, y, r: 4.0, tip: String::new() }).collect();
+        Scatter {
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_log: false,
+            y_log: false,
+            series: vec![Series {
+                name: "iphone-18-pro".into(),
+                color: BLACK,
+                marker: Marker::Filled,
+                line: false,
+                points,
+            }],
+            guides: vec![],
+        }
+    }
+
+    #[test]
+    fn the_legend_goes_to_a_corner_no_point_is_in() {
+        // A point in each upper corner and the lower right: lower left is free.
+        let s = scatter(&[(0.0, 10.0), (10.0, 10.0), (10.0, 0.0), (5.0, 5.0)]);
+        assert!(matches!(legend_corner(&s, extent(&s)), SeriesLabelPosition::LowerLeft));
+        // Nothing in the corners: the usual upper right.
+        let s = scatter(&[(0.0, 5.0), (10.0, 5.0), (5.0, 0.0), (5.0, 10.0)]);
+        assert!(matches!(legend_corner(&s, extent(&s)), SeriesLabelPosition::UpperRight));
+    }
 }

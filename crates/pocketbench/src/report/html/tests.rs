@@ -57,7 +57,13 @@ fn the_page_fetches_nothing_and_has_its_charts() {
 #[test]
 fn the_vocabulary_study_is_found_from_the_plan() {
     let html = ReportHtml.render(&report("vocab.toml")).unwrap();
-    assert!(html.contains("Vocabulary study: decode speed against vocabulary"));
+    // The question it answers: at a model size, which vocabulary buys more.
+    assert!(html.contains("Vocabulary study: capability by model size"));
+    assert!(html.contains("Vocabulary study: decode speed by model size on "));
+    assert!(
+        html.contains("vocabulary 65536") && html.contains("total parameters (log scale)"),
+        "a line per vocabulary"
+    );
     let quick = ReportHtml.render(&report("quick.toml")).unwrap();
     assert!(quick.contains("Vocabulary study"), "quick.toml pairs two vocabularies over the same shapes");
     assert!(!quick.contains("Depth study"), "two depths are not a depth study");
@@ -78,4 +84,23 @@ fn decimation_keeps_frontier_and_measured_points() {
 fn the_outline_keeps_only_points_unbeaten_on_both_axes() {
     let pts = [(1.0, 5.0), (2.0, 4.0), (1.5, 3.0), (3.0, 1.0), (2.5, 1.0)];
     assert_eq!(studies::outline(&pts), vec![0, 1, 3]);
+}
+
+#[test]
+fn how_this_was_made_is_a_table_not_raw_json() {
+    let host = serde_json::json!({
+        "fingerprint": "a468c0c80de0",
+        "kernels": "avx2",
+        "build": { "profile": "release", "rustc": "rustc 1.95.0", "target": "x86_64-unknown-linux-gnu" },
+        "machine": { "cpu": "Some CPU", "logical_cpus": 2, "memory_bytes": 25276194816u64, "os": "Linux", "kernel": "6.18" }
+    })
+    .to_string();
+    let (machine, build) = host_cells(&host);
+    assert_eq!(machine, "Some CPU, 2 CPUs, 23.5 GiB, Linux (kernel 6.18), fingerprint a468c0c80de0");
+    assert_eq!(build, "release build, rustc 1.95.0, avx2 kernels, x86_64-unknown-linux-gnu");
+    // An older store's plain description stays as it was.
+    assert_eq!(host_cells("AMD EPYC, 2 cores").0, "AMD EPYC, 2 cores");
+    let html = ReportHtml.render(&report("quick.toml")).unwrap();
+    let made = html.split("How this was made").nth(1).unwrap();
+    assert!(made.contains("<table>") && !made.contains("{\""), "{made}");
 }
