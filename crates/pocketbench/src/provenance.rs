@@ -180,6 +180,113 @@ impl fmt::Display for Method {
     }
 }
 
+/// Which of a record's figures a [`Method`] describes: the key of a
+/// record's `methods`. It serializes as the figure's JSON field name
+/// (`decode_tok_s`, ...), and orders by that name, so a record's methods
+/// serialize exactly as the string-keyed map they were. A key this build
+/// does not know (a newer store's) is kept as [`MethodKey::Other`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MethodKey {
+    /// `avg_power_w`.
+    AvgPowerW,
+    /// `decode_tok_s`.
+    DecodeTokS,
+    /// `energy_gross_j_per_run`.
+    EnergyGrossJPerRun,
+    /// `energy_j_per_run`.
+    EnergyJPerRun,
+    /// `itl`: the inter-token latency percentiles.
+    Itl,
+    /// `package_mb`.
+    PackageMb,
+    /// `peak_mem_increase_mb`.
+    PeakMemIncreaseMb,
+    /// `prefill_tok_s`.
+    PrefillTokS,
+    /// `source`: where an imported record came from (a note).
+    Source,
+    /// `thermal`: the device's temperature around the measurement (a note).
+    Thermal,
+    /// `ttft_ms`.
+    TtftMs,
+    /// A key this build does not know.
+    Other(String),
+}
+
+impl MethodKey {
+    /// Every known key, in the order their names sort.
+    pub const KNOWN: [MethodKey; 11] = [
+        MethodKey::AvgPowerW,
+        MethodKey::DecodeTokS,
+        MethodKey::EnergyGrossJPerRun,
+        MethodKey::EnergyJPerRun,
+        MethodKey::Itl,
+        MethodKey::PackageMb,
+        MethodKey::PeakMemIncreaseMb,
+        MethodKey::PrefillTokS,
+        MethodKey::Source,
+        MethodKey::Thermal,
+        MethodKey::TtftMs,
+    ];
+
+    /// Its name: the record's JSON field it describes.
+    pub fn name(&self) -> &str {
+        match self {
+            MethodKey::AvgPowerW => "avg_power_w",
+            MethodKey::DecodeTokS => "decode_tok_s",
+            MethodKey::EnergyGrossJPerRun => "energy_gross_j_per_run",
+            MethodKey::EnergyJPerRun => "energy_j_per_run",
+            MethodKey::Itl => "itl",
+            MethodKey::PackageMb => "package_mb",
+            MethodKey::PeakMemIncreaseMb => "peak_mem_increase_mb",
+            MethodKey::PrefillTokS => "prefill_tok_s",
+            MethodKey::Source => "source",
+            MethodKey::Thermal => "thermal",
+            MethodKey::TtftMs => "ttft_ms",
+            MethodKey::Other(name) => name,
+        }
+    }
+
+    /// The key named `name`.
+    pub fn named(name: &str) -> MethodKey {
+        MethodKey::KNOWN.into_iter().find(|k| k.name() == name).unwrap_or_else(|| MethodKey::Other(name.into()))
+    }
+}
+
+impl fmt::Display for MethodKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Ord for MethodKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.name().cmp(other.name())
+    }
+}
+
+impl PartialOrd for MethodKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for MethodKey {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for MethodKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        Ok(MethodKey::named(&text))
+    }
+}
+
+/// A record's methods: one per figure, keyed by [`MethodKey`].
+pub type Methods = std::collections::BTreeMap<MethodKey, Method>;
+
 impl Serialize for Method {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -196,6 +303,23 @@ impl<'de> Deserialize<'de> for Method {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_method_key_is_its_field_name_and_sorts_as_it() {
+        let names: Vec<&str> = MethodKey::KNOWN.iter().map(MethodKey::name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "KNOWN is in name order");
+        for k in MethodKey::KNOWN {
+            assert_eq!(MethodKey::named(k.name()), k);
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{}\"", k.name()));
+        }
+        let other: MethodKey = serde_json::from_str("\"kernels_v9\"").unwrap();
+        assert_eq!(other, MethodKey::Other("kernels_v9".into()));
+        // Ordered by name, as the string-keyed map was.
+        let m: Methods = [(MethodKey::TtftMs, Method::Note("a".into())), (other, Method::Note("b".into()))].into();
+        assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"kernels_v9":"b","ttft_ms":"a"}"#);
+    }
 
     #[test]
     fn every_form_reads_back_as_the_method_it_was() {

@@ -15,7 +15,7 @@ use crate::stats::{Sample, SampleError, Summary};
 use crate::trust::{Latency, Output};
 use crate::workload::Workload;
 
-pub use crate::provenance::{Method, Provenance};
+pub use crate::provenance::{Method, MethodKey, Methods, Provenance};
 
 /// One configuration x device result. Field names are a contract (CI gates and
 /// scripts read them).
@@ -36,7 +36,7 @@ pub struct Record {
     /// The calibration behind a prediction.
     pub calibration: String,
     /// How each metric was obtained.
-    pub methods: BTreeMap<String, Method>,
+    pub methods: Methods,
     /// The shape: hidden, layers, heads, kv_heads, head_dim, ffn, vocab,
     /// tied, qk_norm, quant, context (flattened into the record).
     #[serde(flatten)]
@@ -205,7 +205,11 @@ impl Record {
     pub fn provenance_label(&self) -> &'static str {
         match self.provenance {
             Provenance::Predicted => "predicted",
-            Provenance::Measured if self.methods.get("energy_j_per_run").is_some_and(Method::is_measured) => "measured",
+            Provenance::Measured
+                if self.methods.get(&crate::provenance::MethodKey::EnergyJPerRun).is_some_and(Method::is_measured) =>
+            {
+                "measured"
+            }
             Provenance::Measured => "measured; energy predicted",
         }
     }
@@ -228,18 +232,17 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
         None => "bytes per token / (efficiency x bandwidth) + fixed costs".into(),
     };
     let methods = [
-        ("decode_tok_s", by(&decode)),
-        ("prefill_tok_s", by("roofline of prefill FLOPs and weight bytes")),
-        ("ttft_ms", by("prefill time (ttft_ms_low/high: over the ranges of the profile's prior parameters)")),
-        ("peak_mem_increase_mb", by("weights + KV cache + scratch + engine overhead")),
-        ("package_mb", Method::Arithmetic { detail: "quantized weights + tokenizer/graph estimate".into() }),
+        (MethodKey::DecodeTokS, by(&decode)),
+        (MethodKey::PrefillTokS, by("roofline of prefill FLOPs and weight bytes")),
+        (MethodKey::TtftMs, by("prefill time (ttft_ms_low/high: over the ranges of the profile's prior parameters)")),
+        (MethodKey::PeakMemIncreaseMb, by("weights + KV cache + scratch + engine overhead")),
+        (MethodKey::PackageMb, Method::Arithmetic { detail: "quantized weights + tokenizer/graph estimate".into() }),
         (
-            "energy_j_per_run",
+            MethodKey::EnergyJPerRun,
             by("active power x run time (estimate, not measured; energy_j_per_run_low/high: over the ranges of the profile's prior parameters)"),
         ),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
     .collect();
     Record {
         config_id: shape.id(),
@@ -385,7 +388,7 @@ fn set_energy(rec: &mut Record, device: &Device, probe: &ProbeResult, energy: Op
     let Some(j) = energy else {
         let why = probe.energy_not_measured.clone().unwrap_or_else(|| "no meter".into());
         rec.methods
-            .insert("energy_j_per_run".into(), Method::NotMeasured { why, model: crate::predict::PREDICTOR.into() });
+            .insert(MethodKey::EnergyJPerRun, Method::NotMeasured { why, model: crate::predict::PREDICTOR.into() });
         return;
     };
     rec.energy_j_per_run = j;
@@ -396,11 +399,14 @@ fn set_energy(rec: &mut Record, device: &Device, probe: &ProbeResult, energy: Op
     let meter = probe.methods.get("energy").cloned().unwrap_or_default();
     let how = probe.methods.get("energy_j_per_run").cloned().unwrap_or_else(|| "gross".into());
     let m = &mut rec.methods;
-    m.insert("energy_j_per_run".into(), Method::measured(format!("{meter}; {how}")));
-    m.insert("energy_gross_j_per_run".into(), Method::measured(format!("{meter}; median of the repetitions")));
+    m.insert(crate::provenance::MethodKey::EnergyJPerRun, Method::measured(format!("{meter}; {how}")));
+    m.insert(
+        crate::provenance::MethodKey::EnergyGrossJPerRun,
+        Method::measured(format!("{meter}; median of the repetitions")),
+    );
     if rec.avg_power_w.is_some() {
         m.insert(
-            "avg_power_w".into(),
+            MethodKey::AvgPowerW,
             Method::measured(format!("{meter}; gross joules / seconds of each run, median")),
         );
     }
@@ -410,26 +416,25 @@ fn set_energy(rec: &mut Record, device: &Device, probe: &ProbeResult, energy: Op
 /// thermal conditions (energy is added by the caller, which knows whether
 /// it was read); `predicted` holds the prediction's methods, for a file
 /// size that was not measured.
-fn measured_methods(
-    probe: &ProbeResult,
-    predicted: &BTreeMap<String, Method>,
-    file_measured: bool,
-) -> BTreeMap<String, Method> {
+fn measured_methods(probe: &ProbeResult, predicted: &Methods, file_measured: bool) -> Methods {
     let n = crate::trust::kept(probe).count();
     let mut methods = BTreeMap::new();
     let how = sampling_note(probe);
     methods.insert(
-        "decode_tok_s".into(),
+        MethodKey::DecodeTokS,
         Method::measured(format!("timer, median of {n} repetitions after warm-up ({} threads){how}", probe.threads)),
     );
     if probe.reps.iter().any(|r| !r.itl_us.is_empty()) {
         methods.insert(
-            "itl".into(),
+            MethodKey::Itl,
             Method::measured(format!("timer after every decode step, nearest-rank percentiles over {n} repetitions")),
         );
     }
-    methods.insert("prefill_tok_s".into(), Method::measured(format!("timer, median of {n} repetitions")));
-    methods.insert("ttft_ms".into(), Method::measured(format!("timer, median of {n} repetitions")));
+    methods.insert(
+        crate::provenance::MethodKey::PrefillTokS,
+        Method::measured(format!("timer, median of {n} repetitions")),
+    );
+    methods.insert(crate::provenance::MethodKey::TtftMs, Method::measured(format!("timer, median of {n} repetitions")));
     // The probe names its memory meter: VmHWM on Linux and Android,
     // phys_footprint in the iOS app.
     let memory = probe
@@ -437,15 +442,18 @@ fn measured_methods(
         .get("peak_increase_bytes")
         .cloned()
         .unwrap_or_else(|| "VmHWM minus VmRSS before load (/proc/self/status), fresh process".into());
-    methods.insert("peak_mem_increase_mb".into(), Method::measured(memory));
+    methods.insert(crate::provenance::MethodKey::PeakMemIncreaseMb, Method::measured(memory));
     let package = if file_measured {
         Method::measured("size of the GGUF file run")
     } else {
-        predicted.get("package_mb").cloned().unwrap_or(Method::Arithmetic { detail: "no file size".into() })
+        predicted
+            .get(&crate::provenance::MethodKey::PackageMb)
+            .cloned()
+            .unwrap_or(Method::Arithmetic { detail: "no file size".into() })
     };
-    methods.insert("package_mb".into(), package);
+    methods.insert(crate::provenance::MethodKey::PackageMb, package);
     if let Some(t) = probe.methods.get("thermal") {
-        methods.insert("thermal".into(), Method::measured(t.clone()));
+        methods.insert(crate::provenance::MethodKey::Thermal, Method::measured(t.clone()));
     }
     methods
 }

@@ -162,7 +162,7 @@ pub fn read_export(dir: &Path, metrics: Option<&Path>, device: &Device) -> Resul
             .map_err(|e| Error::Measurement(crate::runner::Failure::BadOutput { reason: e.to_string() }))?;
         record.produced_by = format!("{} via the pocketbench app's XCTest ({})", record.produced_by, run.test);
         record.methods.insert(
-            "source".into(),
+            crate::provenance::MethodKey::Source,
             Method::Note(format!(
                 "{n} XCTest measure() iterations, each a fresh pocketbench_probe_run in the app, read from `xcresulttool \
                  export attachments`{}",

@@ -130,7 +130,10 @@ pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<c
     use crate::units::{ByteSize, Energy, TokRate};
     let m = rec.measurement.as_ref()?;
     let s = rec.shape;
-    let energy_measured = rec.methods.get("energy_j_per_run").is_some_and(crate::provenance::Method::is_measured);
+    let energy_measured = rec
+        .methods
+        .get(&crate::provenance::MethodKey::EnergyJPerRun)
+        .is_some_and(crate::provenance::Method::is_measured);
     Some(crate::device::PointToml {
         model: crate::arch::ShapeSpec {
             preset: None,

@@ -242,7 +242,7 @@ fn print_measured(r: &Record) -> pocketbench::Result<()> {
     outln!(
         "  energy        {:>9.2} J/run   {}{}   {}",
         r.energy_j_per_run,
-        r.methods["energy_j_per_run"],
+        r.methods[&pocketbench::record::MethodKey::EnergyJPerRun],
         range(r.energy_j_per_run_low, r.energy_j_per_run_high, 2, " J").map_or(String::new(), |r| format!(" ({r})")),
         verdict(&r.budgets.energy)
     );

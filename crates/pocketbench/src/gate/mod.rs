@@ -434,7 +434,10 @@ fn min_effect(metric: Metric, s: &Settings) -> f64 {
 /// meter) is the record's own estimate.
 fn budget_check(metric: Metric, last: &Record, median: Option<f64>) -> Option<BudgetCheck> {
     metric.budget(last).map(|v| {
-        let measured = last.methods.get(metric.name()).is_none_or(crate::provenance::Method::is_measured);
+        let measured = last
+            .methods
+            .get(&crate::provenance::MethodKey::named(metric.name()))
+            .is_none_or(crate::provenance::Method::is_measured);
         let v = match (median.filter(|_| measured), v.limit) {
             (Some(cm), Some(limit)) if metric.higher_is_better() => budget::at_least(cm, limit),
             (Some(cm), limit) => budget::at_most(cm, limit),

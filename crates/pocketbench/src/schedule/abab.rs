@@ -356,7 +356,9 @@ mod tests {
         let cooled = events.iter().filter(|e| matches!(e, Event::Cooling { .. })).count();
         // 45 C is read at the start, 41 C makes the first repetition wait, 36 C lets it go.
         assert_eq!(cooled, 1, "{events:?}");
-        assert!(got.baseline[0].methods["thermal"].to_string().starts_with("36.0 C before the repetition"));
+        assert!(got.baseline[0].methods[&crate::provenance::MethodKey::Thermal]
+            .to_string()
+            .starts_with("36.0 C before the repetition"));
     }
 
     #[test]

@@ -179,7 +179,7 @@ impl<'a> Scheduler<'a> {
             match result {
                 Ok(mut record) => {
                     if let Some(c) = self.policy.cooling {
-                        record.methods.insert("thermal".into(), thermal_note(celsius, c.target_c));
+                        record.methods.insert(crate::provenance::MethodKey::Thermal, thermal_note(celsius, c.target_c));
                     }
                     return Attempted::Measured { record: Box::new(record), attempts: attempt, celsius };
                 }

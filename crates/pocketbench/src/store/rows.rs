@@ -3,7 +3,7 @@
 //! live once per calibration, and a measurement's raw samples and statistics
 //! are kept whole as JSON beside its `samples` rows.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use rusqlite::Row;
 use serde::de::DeserializeOwned;
@@ -179,7 +179,7 @@ pub(super) fn insert_record(
 #[derive(Debug, Clone)]
 pub(super) struct CalibrationRow {
     pub label: String,
-    pub methods: BTreeMap<String, crate::provenance::Method>,
+    pub methods: crate::provenance::Methods,
 }
 
 /// The `SELECT` list that [`record_from_row`] reads, joined with `configurations c`.
@@ -250,7 +250,7 @@ pub(super) fn record_from_row(row: &Row, calibrations: &HashMap<i64, Calibration
     };
     let cal_id: i64 = row.get(9)?;
     let cal = calibrations.get(&cal_id).ok_or_else(|| conversion(format!("no calibration {cal_id}")))?;
-    let methods = match json_col::<BTreeMap<String, crate::provenance::Method>>(row, 10)? {
+    let methods = match json_col::<crate::provenance::Methods>(row, 10)? {
         Some(m) => m,
         None => cal.methods.clone(),
     };
