@@ -24,58 +24,7 @@ pub enum Provenance {
     Measured,
 }
 
-/// What read a measured value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Meter {
-    /// A monotonic clock around prefill and each decode step.
-    Timer,
-    /// Linux's high-water mark of resident memory (`VmHWM`).
-    VmHwm,
-    /// Apple's `phys_footprint` ledger (`task_info`), what jetsam enforces.
-    PhysFootprint,
-    /// The size of the file run.
-    FileSize,
-    /// Intel/AMD RAPL energy counters (`/sys/class/powercap`).
-    Rapl,
-    /// A battery's or charger's `power_supply` readings.
-    PowerSupply,
-    /// A thermal zone or hwmon sensor.
-    Thermal,
-    /// Instruments' Power Profiler (`xcrun xctrace`), on the Mac.
-    PowerProfiler,
-    /// An iPhone's battery gauge read from the Mac (`pymobiledevice3`).
-    BatteryGauge,
-    /// Something else, named in the method's text.
-    Other,
-}
-
-impl Meter {
-    /// The meter a measured method's text names.
-    fn of(detail: &str) -> Meter {
-        let d = detail.to_ascii_lowercase();
-        if d.starts_with("timer") {
-            Meter::Timer
-        } else if d.starts_with("vmhwm") {
-            Meter::VmHwm
-        } else if d.starts_with("phys_footprint") {
-            Meter::PhysFootprint
-        } else if d.starts_with("size of") {
-            Meter::FileSize
-        } else if d.contains("rapl") || d.contains("powercap") {
-            Meter::Rapl
-        } else if d.contains("power_supply") {
-            Meter::PowerSupply
-        } else if d.starts_with("xctrace") {
-            Meter::PowerProfiler
-        } else if d.starts_with("pymobiledevice3") {
-            Meter::BatteryGauge
-        } else if d.contains("thermal") || d.contains("hwmon") {
-            Meter::Thermal
-        } else {
-            Meter::Other
-        }
-    }
-}
+pub use pocketbench_types::meter::{Meter, Meters};
 
 /// How one metric of a record was obtained.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,6 +71,11 @@ impl Method {
     pub fn measured(detail: impl Into<String>) -> Method {
         let detail = detail.into();
         Method::Measured { meter: Meter::of(&detail), detail }
+    }
+
+    /// Measured by `meter` (named by what read it, not guessed from words).
+    pub fn measured_by(meter: Meter, detail: impl Into<String>) -> Method {
+        Method::Measured { meter, detail: detail.into() }
     }
 
     /// Predicted by `model`.

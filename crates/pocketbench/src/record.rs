@@ -199,15 +199,29 @@ pub struct Predicted {
 }
 
 impl Record {
+    /// What read the figure `key` names, where it was measured: as the
+    /// probe's result names it (its `meters`), else as the method's words
+    /// say (results from before the probe named its meters). A record read
+    /// back from a file keeps its probe result, so the typed meter survives
+    /// every round trip.
+    pub fn meter_of(&self, key: &MethodKey) -> Option<crate::provenance::Meter> {
+        let method = self.methods.get(key).filter(|m| m.is_measured())?;
+        let named = self.measurement.as_ref().and_then(|m| m.probe.meters);
+        let typed = named.and_then(|m| match key {
+            MethodKey::PeakMemIncreaseMb => Some(m.memory),
+            MethodKey::EnergyJPerRun | MethodKey::EnergyGrossJPerRun | MethodKey::AvgPowerW => m.energy,
+            _ => None,
+        });
+        typed.or_else(|| method.meter())
+    }
+
     /// How the record's figures were obtained, in a few words: "predicted",
     /// "measured", or "measured; energy predicted" when a device could not
     /// read energy.
     pub fn provenance_label(&self) -> &'static str {
         match self.provenance {
             Provenance::Predicted => "predicted",
-            Provenance::Measured
-                if self.methods.get(&crate::provenance::MethodKey::EnergyJPerRun).is_some_and(Method::is_measured) =>
-            {
+            Provenance::Measured if self.methods.get(&MethodKey::EnergyJPerRun).is_some_and(Method::is_measured) => {
                 "measured"
             }
             Provenance::Measured => "measured; energy predicted",
@@ -399,16 +413,15 @@ fn set_energy(rec: &mut Record, device: &Device, probe: &ProbeResult, energy: Op
     let meter = probe.methods.get("energy").cloned().unwrap_or_default();
     let how = probe.methods.get("energy_j_per_run").cloned().unwrap_or_else(|| "gross".into());
     let m = &mut rec.methods;
-    m.insert(crate::provenance::MethodKey::EnergyJPerRun, Method::measured(format!("{meter}; {how}")));
-    m.insert(
-        crate::provenance::MethodKey::EnergyGrossJPerRun,
-        Method::measured(format!("{meter}; median of the repetitions")),
-    );
+    // A result that names its energy meter is read as it says.
+    let by = |detail: String| match probe.meters.and_then(|x| x.energy) {
+        Some(kind) => Method::measured_by(kind, detail),
+        None => Method::measured(detail),
+    };
+    m.insert(MethodKey::EnergyJPerRun, by(format!("{meter}; {how}")));
+    m.insert(MethodKey::EnergyGrossJPerRun, by(format!("{meter}; median of the repetitions")));
     if rec.avg_power_w.is_some() {
-        m.insert(
-            MethodKey::AvgPowerW,
-            Method::measured(format!("{meter}; gross joules / seconds of each run, median")),
-        );
+        m.insert(MethodKey::AvgPowerW, by(format!("{meter}; gross joules / seconds of each run, median")));
     }
 }
 
@@ -430,11 +443,8 @@ fn measured_methods(probe: &ProbeResult, predicted: &Methods, file_measured: boo
             Method::measured(format!("timer after every decode step, nearest-rank percentiles over {n} repetitions")),
         );
     }
-    methods.insert(
-        crate::provenance::MethodKey::PrefillTokS,
-        Method::measured(format!("timer, median of {n} repetitions")),
-    );
-    methods.insert(crate::provenance::MethodKey::TtftMs, Method::measured(format!("timer, median of {n} repetitions")));
+    methods.insert(MethodKey::PrefillTokS, Method::measured(format!("timer, median of {n} repetitions")));
+    methods.insert(MethodKey::TtftMs, Method::measured(format!("timer, median of {n} repetitions")));
     // The probe names its memory meter: VmHWM on Linux and Android,
     // phys_footprint in the iOS app.
     let memory = probe
@@ -442,18 +452,20 @@ fn measured_methods(probe: &ProbeResult, predicted: &Methods, file_measured: boo
         .get("peak_increase_bytes")
         .cloned()
         .unwrap_or_else(|| "VmHWM minus VmRSS before load (/proc/self/status), fresh process".into());
-    methods.insert(crate::provenance::MethodKey::PeakMemIncreaseMb, Method::measured(memory));
+    // A result that names its memory meter is read as it says.
+    let method = match probe.meters {
+        Some(m) => Method::measured_by(m.memory, memory),
+        None => Method::measured(memory),
+    };
+    methods.insert(MethodKey::PeakMemIncreaseMb, method);
     let package = if file_measured {
         Method::measured("size of the GGUF file run")
     } else {
-        predicted
-            .get(&crate::provenance::MethodKey::PackageMb)
-            .cloned()
-            .unwrap_or(Method::Arithmetic { detail: "no file size".into() })
+        predicted.get(&MethodKey::PackageMb).cloned().unwrap_or(Method::Arithmetic { detail: "no file size".into() })
     };
-    methods.insert(crate::provenance::MethodKey::PackageMb, package);
+    methods.insert(MethodKey::PackageMb, package);
     if let Some(t) = probe.methods.get("thermal") {
-        methods.insert(crate::provenance::MethodKey::Thermal, Method::measured(t.clone()));
+        methods.insert(MethodKey::Thermal, Method::measured(t.clone()));
     }
     methods
 }
@@ -479,5 +491,32 @@ fn sampling_note(probe: &ProbeResult) -> String {
         String::new()
     } else {
         format!("; {}", parts.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::{Meter, Meters};
+
+    #[test]
+    fn a_meter_the_probe_names_wins_over_the_words_and_survives_a_round_trip() {
+        let devices = crate::device::Devices::built_in().unwrap();
+        let host = devices.get("host").unwrap();
+        let shape = crate::arch::Shape { context: 24, ..crate::arch::presets::s(128, 2, 4, 2, 32, 256, 512, true) };
+        let acct = shape.accounting();
+        let w = crate::workload::Workload::new(16, 8, None).unwrap();
+        let cap = crate::capability::Capability { score: 1.0, source: "test".into() };
+        let pred = predicted(&shape, &acct, host, &w, &cap);
+        let mut probe = crate::testing::probe_for(&pred, &[100.0, 101.0, 99.0]);
+        // Words that name no meter; the result names phys_footprint.
+        probe.methods.insert("peak_increase_bytes".into(), "the app's own reading".into());
+        probe.meters = Some(Meters { memory: Meter::PhysFootprint, energy: None });
+        let rec = measured(&shape, &acct, host, probe, &cap).unwrap();
+        assert_eq!(rec.meter_of(&MethodKey::PeakMemIncreaseMb), Some(Meter::PhysFootprint));
+        let back: Record = serde_json::from_str(&serde_json::to_string(&rec).unwrap()).unwrap();
+        assert_eq!(back.meter_of(&MethodKey::PeakMemIncreaseMb), Some(Meter::PhysFootprint));
+        // A predicted figure has no meter.
+        assert_eq!(back.meter_of(&MethodKey::EnergyJPerRun), None);
     }
 }

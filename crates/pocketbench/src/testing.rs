@@ -41,6 +41,7 @@ pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
         covariates: None,
         sampling: None,
         methods: Default::default(),
+        meters: None,
     }
 }
 

@@ -92,6 +92,11 @@ impl Session {
         Session { meter, why_not, idle: None }
     }
 
+    /// The meter, where there is one.
+    pub fn meter(&self) -> Option<pocketbench_types::meter::Meter> {
+        self.meter.as_ref().map(|m| m.kind())
+    }
+
     /// What the meter reads, or why there is none.
     pub fn method(&self) -> String {
         match (&self.meter, &self.why_not) {
@@ -200,6 +205,9 @@ mod tests {
     impl EnergyMeter for Scripted {
         fn name(&self) -> String {
             "scripted".into()
+        }
+        fn kind(&self) -> pocketbench_types::meter::Meter {
+            pocketbench_types::meter::Meter::Other
         }
         fn start(&mut self) -> Result<(), MeterError> {
             Ok(())

@@ -59,6 +59,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use pocketbench_types::arch::Shape;
+use pocketbench_types::meter::{Meter, Meters};
 
 fn prompt(spec: &ProbeSpec, n: u32) -> Vec<u32> {
     let mut rng = StdRng::seed_from_u64(spec.seed);
@@ -108,7 +109,10 @@ pub fn run(
     let read_bandwidth = spec.bandwidth_pass.then(|| ProbeBandwidth::measure(spec.threads));
     // Read before `finish`: a meter lost mid-way is already gone, and says why.
     let energy_method = energy.method();
+    let energy_meter = energy.meter();
     let (figures, energy_not_measured) = energy.finish(&mut reps);
+    let memory_meter = if cfg!(target_vendor = "apple") { Meter::PhysFootprint } else { Meter::VmHwm };
+    let meters = Meters { memory: memory_meter, energy: energy_meter.filter(|_| energy_not_measured.is_none()) };
     let methods = methods(spec, &reps, energy_method, figures.describe(), held);
     Ok(ProbeResult {
         schema: SCHEMA,
@@ -137,6 +141,7 @@ pub fn run(
         covariates: Some(covariates),
         sampling: Some(sampling),
         methods,
+        meters: Some(meters),
     })
 }
 

@@ -201,6 +201,10 @@ pub struct ProbeResult {
     pub sampling: Option<Sampling>,
     /// How each figure was obtained.
     pub methods: BTreeMap<String, String>,
+    /// What read peak memory and energy (absent in results from before
+    /// results named them: read from `methods`' words then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meters: Option<pocketbench_types::meter::Meters>,
 }
 
 /// A memory read bandwidth measured by the probe itself: the roofline of

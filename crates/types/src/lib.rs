@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod arch;
+pub mod meter;
 pub mod stats;
 pub mod units;
 pub mod workload;

@@ -49,6 +49,10 @@ impl BatteryMeter {
 }
 
 impl EnergyMeter for BatteryMeter {
+    fn kind(&self) -> pocketbench_types::meter::Meter {
+        pocketbench_types::meter::Meter::BatteryApi
+    }
+
     fn name(&self) -> String {
         "battery API (starship-battery) energy_rate".into()
     }

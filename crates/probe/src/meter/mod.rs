@@ -65,6 +65,8 @@ pub struct EnergyReading {
 pub trait EnergyMeter: Send {
     /// What the meter reads.
     fn name(&self) -> String;
+    /// Which kind of meter it is.
+    fn kind(&self) -> pocketbench_types::meter::Meter;
     /// Begin sampling.
     fn start(&mut self) -> Result<(), MeterError>;
     /// End sampling and return the energy used since `start`.

@@ -178,6 +178,10 @@ impl PowerSupplyMeter {
 }
 
 impl EnergyMeter for PowerSupplyMeter {
+    fn kind(&self) -> pocketbench_types::meter::Meter {
+        pocketbench_types::meter::Meter::PowerSupply
+    }
+
     fn name(&self) -> String {
         format!("power_supply {} {}", self.dir.display(), self.rail.describe())
     }

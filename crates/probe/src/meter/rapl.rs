@@ -49,6 +49,10 @@ impl RaplMeter {
 }
 
 impl EnergyMeter for RaplMeter {
+    fn kind(&self) -> pocketbench_types::meter::Meter {
+        pocketbench_types::meter::Meter::Rapl
+    }
+
     fn name(&self) -> String {
         let names: Vec<String> =
             self.domains.iter().filter_map(|d| d.file_name().map(|n| n.to_string_lossy().into_owned())).collect();

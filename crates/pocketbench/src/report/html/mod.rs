@@ -246,7 +246,7 @@ fn error_table(s: &mut String, measured: &[&Record]) {
 /// Who measured a record and with which memory meter: the probe's engine,
 /// or the app's XCTest on a farm, and VmHWM or phys_footprint.
 fn measured_by(r: &Record) -> String {
-    let memory = r.methods.get(&crate::provenance::MethodKey::PeakMemIncreaseMb).and_then(|m| m.meter());
+    let memory = r.meter_of(&crate::provenance::MethodKey::PeakMemIncreaseMb);
     let meter = match memory {
         Some(crate::provenance::Meter::PhysFootprint) => "memory by phys_footprint",
         Some(crate::provenance::Meter::VmHwm) => "memory by VmHWM",
@@ -423,7 +423,7 @@ fn intro(s: &mut String, report: &SweepReport, measured: &[&Record]) {
     // Android, phys_footprint in the iOS app).
     let mut meters: Vec<&str> = measured
         .iter()
-        .filter_map(|r| r.methods.get(&crate::provenance::MethodKey::PeakMemIncreaseMb).and_then(|m| m.meter()))
+        .filter_map(|r| r.meter_of(&crate::provenance::MethodKey::PeakMemIncreaseMb))
         .map(|m| if m == crate::provenance::Meter::PhysFootprint { "phys_footprint" } else { "VmHWM" })
         .collect();
     meters.sort_unstable();

@@ -25,6 +25,7 @@ use pocketbench_runner_ios::{battery, xctrace, Xcrun};
 use crate::device::IosEnergy;
 use crate::probe::energy::EnergyFigures;
 use crate::probe::ProbeResult;
+use crate::provenance::{Meter, Meters};
 use crate::Error;
 
 /// Seconds of idle power recorded before the launch (xctrace), unless
@@ -105,6 +106,13 @@ pub fn apply(r: &mut ProbeResult, method: IosEnergy, reading: Option<Result<Read
             r.energy_not_measured = None;
             r.methods.insert("energy".into(), x.meter);
             r.methods.insert("energy_j_per_run".into(), x.how);
+            let kind = match method {
+                IosEnergy::Xctrace => Meter::PowerProfiler,
+                IosEnergy::Battery => Meter::BatteryGauge,
+                IosEnergy::None => Meter::Other,
+            };
+            let memory = r.meters.map_or(Meter::PhysFootprint, |m| m.memory);
+            r.meters = Some(Meters { memory, energy: Some(kind) });
         }
         // The app reads no energy itself; its probe's reason (written for
         // Linux meters) is replaced by the Mac's.
