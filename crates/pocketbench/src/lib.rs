@@ -17,6 +17,7 @@
 //! them in one match.
 #![deny(missing_docs)]
 
+pub mod agreement;
 pub mod bench;
 pub mod budget;
 pub mod calibrate;

@@ -54,6 +54,10 @@ pub struct DeviceSummary {
     pub best_feasible: Option<String>,
     /// Most parameters among feasible configurations.
     pub largest_feasible: Option<String>,
+    /// Its measurements against their predictions, where any were made
+    /// ([`crate::agreement`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agreement: Option<crate::agreement::Agreement>,
 }
 
 /// Everything a sweep produced: the data reports are rendered from.

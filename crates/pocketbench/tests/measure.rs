@@ -187,7 +187,9 @@ fn a_failing_probe_is_recorded_and_the_sweep_goes_on_then_resumes() {
         .arg(&out)
         .assert()
         .code(0)
-        .stderr(predicate::str::contains("probe failed (exit 3): error: injected fault: crash"));
+        .stderr(predicate::str::contains("probe failed (exit 3): error: injected fault: crash"))
+        // The measurement is held against its prediction on the host's card.
+        .stdout(predicate::str::contains("  measured against predicted: 1 measured: decode predicted "));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let failures = v["failures"].as_array().unwrap();
@@ -204,7 +206,10 @@ fn a_failing_probe_is_recorded_and_the_sweep_goes_on_then_resumes() {
         .iter()
         .filter(|r| r["device"] == "oneplus-13")
         .all(|r| r["provenance"] == "predicted"));
-    assert!(std::fs::read_to_string(out.join("summary.md")).unwrap().contains("## Failed measurements"));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("## Failed measurements"));
+    assert!(summary.contains("| measured config | decode predicted |"), "{summary}");
+    assert_eq!(v["devices"].as_array().unwrap().iter().filter(|d| d["agreement"]["measured"] == 1).count(), 1);
 
     // Tamper with the stored measurement: a resumed sweep must keep it, not measure again.
     let db = out.join("pocketbench.db");

@@ -130,6 +130,15 @@ pub fn run(a: &SweepArgs, devices: &Devices) -> pocketbench::Result<Code> {
     Ok(if a.require_feasible && infeasible { Code::Failed } else { Code::Ok })
 }
 
+/// A record's provenance, with "suspect" on a prediction its device's
+/// measurements contradict.
+fn provenance(r: &pocketbench::record::Record, suspect: bool) -> String {
+    match (r.provenance, suspect) {
+        (pocketbench::record::Provenance::Predicted, true) => "predicted; suspect, see the measurements".into(),
+        _ => r.provenance_label().into(),
+    }
+}
+
 fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
     for d in &report.outcome.devices {
         let measured = report
@@ -140,6 +149,15 @@ fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
             .count();
         let m = if measured > 0 { format!(", {measured} measured") } else { String::new() };
         outln!("{}: {} of {} feasible, {} on the frontier{m}", d.device, d.feasible, d.configs, d.frontier);
+        // Measurements first: a verdict they contradict never heads the card.
+        let agreement = d.agreement.as_ref();
+        if let Some(c) = agreement.and_then(|a| a.contradiction()) {
+            outln!("  MEASURED: {c}");
+        }
+        if let Some(a) = agreement {
+            outln!("  measured against predicted: {}", a.describe());
+        }
+        let suspect = agreement.is_some_and(|a| a.suspect || !a.contradicted.is_empty());
         for (label, id) in [("best", &d.best_feasible), ("largest", &d.largest_feasible)] {
             let rec = id
                 .as_ref()
@@ -154,7 +172,7 @@ fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
                     r.decode_tok_s,
                     r.peak_mem_increase_mb,
                     r.energy_j_per_run,
-                    r.provenance_label()
+                    provenance(r, suspect)
                 ),
                 None => outln!("  {label:<8} none meets every budget"),
             }

@@ -109,13 +109,26 @@ fn device(s: &mut String, report: &SweepReport, d: &DeviceSummary) {
         "Feasible: {} of {}; on the frontier: {}; hypervolume {:.4}.\n",
         d.feasible, d.configs, d.frontier, d.hypervolume
     );
+    // Measurements first: a verdict they contradict never heads the section.
+    if let Some(c) = d.agreement.as_ref().and_then(|a| a.contradiction()) {
+        let _ = writeln!(s, "**Measured: {c}.**\n");
+    }
+    measured_table(s, report, d);
+    let suspect = d.agreement.as_ref().is_some_and(|a| a.suspect || !a.contradicted.is_empty());
     let find = |id: &Option<String>| {
         id.as_ref().and_then(|id| report.outcome.results.iter().find(|r| r.device == d.device && &r.config_id == id))
     };
+    let flag = |r: &Record| {
+        if suspect && r.provenance == crate::record::Provenance::Predicted {
+            " (suspect: see the measurements above)"
+        } else {
+            ""
+        }
+    };
     match (find(&d.best_feasible), find(&d.largest_feasible)) {
         (Some(best), Some(largest)) => {
-            let _ = writeln!(s, "- Best feasible: {}", line(best));
-            let _ = writeln!(s, "- Largest feasible: {}\n", line(largest));
+            let _ = writeln!(s, "- Best feasible: {}{}", line(best), flag(best));
+            let _ = writeln!(s, "- Largest feasible: {}{}\n", line(largest), flag(largest));
         }
         _ => {
             let _ = writeln!(s, "No configuration meets every budget.\n");
@@ -128,6 +141,33 @@ fn device(s: &mut String, report: &SweepReport, d: &DeviceSummary) {
         return;
     }
     frontier_table(s, &rows);
+}
+
+/// The device's measured configurations against their predictions, and
+/// what the residuals say.
+fn measured_table(s: &mut String, report: &SweepReport, d: &DeviceSummary) {
+    let Some(a) = &d.agreement else { return };
+    let _ = writeln!(s, "Measured against predicted: {}.\n", a.describe());
+    let _ =
+        writeln!(s, "| measured config | decode predicted | measured | error | peak MB predicted | measured | error |");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+    let err = |p: f64, m: f64| if m > 0.0 { format!("{:+.1}%", (p / m - 1.0) * 100.0) } else { "n/a".into() };
+    for r in report.outcome.results.iter().filter(|r| r.device == d.device) {
+        let Some(m) = &r.measurement else { continue };
+        let p = &m.predicted;
+        let _ = writeln!(
+            s,
+            "| {} | {:.1} | {:.1} | {} | {:.0} | {:.0} | {} |",
+            r.config_name,
+            p.decode_tok_s,
+            r.decode_tok_s,
+            err(p.decode_tok_s, r.decode_tok_s),
+            p.peak_mem_increase_mb,
+            r.peak_mem_increase_mb,
+            err(p.peak_mem_increase_mb, r.peak_mem_increase_mb)
+        );
+    }
+    s.push('\n');
 }
 
 fn frontier_table(s: &mut String, rows: &[&Record]) {

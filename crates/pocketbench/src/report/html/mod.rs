@@ -142,13 +142,27 @@ fn summary_cards(s: &mut String, report: &SweepReport) {
             measured,
             recs.len() - measured
         );
+        // Measurements first: a verdict they contradict never heads the card.
+        let agreement = d.agreement.as_ref();
+        if let Some(c) = agreement.and_then(|a| a.contradiction()) {
+            let _ = write!(s, "<p class=\"fail\"><b>Measured:</b> {}.</p>", escape(&c));
+        }
+        if let Some(a) = agreement {
+            let class = if a.suspect { "warn" } else { "muted" };
+            let _ = write!(s, "<p class=\"{class}\"><b>Measured against predicted:</b> {}.</p>", escape(&a.describe()));
+        }
+        let suspect = agreement.is_some_and(|a| a.suspect || !a.contradicted.is_empty());
         for (label, id) in [("Best feasible", &d.best_feasible), ("Largest feasible", &d.largest_feasible)] {
             match find(id) {
                 Some(r) => {
+                    let mut line = record_line(r);
+                    if suspect && r.provenance == Provenance::Predicted {
+                        line.push_str(" (suspect: see the measurements above)");
+                    }
                     let _ = write!(
                         s,
                         "<p><b>{label}:</b> {}<br>{}{}{}</p>",
-                        escape(&record_line(r)),
+                        escape(&line),
                         badge(&r.budgets.decode, "decode"),
                         badge(&r.budgets.memory, "memory"),
                         badge(&r.budgets.energy, "energy")

@@ -104,3 +104,32 @@ fn how_this_was_made_is_a_table_not_raw_json() {
     let made = html.split("How this was made").nth(1).unwrap();
     assert!(made.contains("<table>") && !made.contains("{\""), "{made}");
 }
+
+#[test]
+fn measurements_that_contradict_their_predictions_head_the_card_and_the_summary() {
+    let mut r = report("quick.toml");
+    let host = r.outcome.devices.iter().find(|d| d.device == "host").unwrap().clone();
+    // A measured candidate far below its prediction, failing the decode
+    // budget its prediction passed (a busy machine).
+    let mut m = crate::testing::measured_record(2, 16, 8, &[60.0, 61.0, 62.0]);
+    m.budgets.decode.status = crate::budget::Status::Fail;
+    m.measurement.as_mut().unwrap().predicted.decode_tok_s = host.budget_decode_tok_s * 1.05;
+    r.outcome.results.push(m);
+    crate::agreement::hold(&mut r.outcome);
+    let html = ReportHtml.render(&r).unwrap();
+    let card = html.split("<div class=\"card\">").find(|c| c.contains("(host,")).unwrap();
+    let (said, best) = (card.find("fails the decode budget its prediction passed"), card.find("Best feasible"));
+    assert!(said.is_some() && said < best, "the contradiction comes first: {card}");
+    assert!(
+        card.contains("this device&#39;s predictions are suspect")
+            || card.contains("this device's predictions are suspect"),
+        "{card}"
+    );
+    let md = crate::report::markdown::SummaryMarkdown.render(&r).unwrap();
+    let section = md.split("## ").find(|c| c.contains("(`host`")).unwrap();
+    assert!(section.contains("**Measured: every measured configuration (1) fails the decode budget"), "{section}");
+    assert!(
+        section.contains("| measured config | decode predicted |"),
+        "summary.md lists the measured results: {section}"
+    );
+}
