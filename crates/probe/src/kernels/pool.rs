@@ -204,7 +204,12 @@ impl Pool {
         }
         sh.done.store(0, Relaxed);
         let open = sh.state.load(Relaxed) + 1;
-        sh.state.store(open, SeqCst);
+        // A store and then a load of another atomic is the store-buffering
+        // (Dekker) pattern: the read-modify-write is a full barrier on every
+        // target and emulator, where a SeqCst store followed by a SeqCst load
+        // was not under qemu-aarch64 (its x86 store buffer let the load pass
+        // the store, and a late worker ran a closed region's job).
+        sh.state.swap(open, SeqCst);
         if sh.sleepers.load(SeqCst) > 0 {
             let _guard = sh.lock.lock().unwrap_or_else(|e| e.into_inner());
             sh.wake.notify_all();
@@ -217,8 +222,9 @@ impl Pool {
             }
         }
         // Close the region, then wait for the workers inside it. A worker
-        // that announces itself after this load sees the region closed.
-        sh.state.store(open + 1, SeqCst);
+        // that announces itself after this load sees the region closed (a
+        // read-modify-write, for the reason above).
+        sh.state.swap(open + 1, SeqCst);
         while sh.active.load(SeqCst) > 0 {
             spin(&mut spins);
         }
