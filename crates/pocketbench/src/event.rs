@@ -163,6 +163,18 @@ pub enum Event {
         /// The temperature each repetition waits for, C.
         cool_to_c: f64,
     },
+    /// `gate --measure` stopped alternating one configuration, and why (the
+    /// count asked, the change it can now see, or a cap).
+    AbabStopped {
+        /// Device id.
+        device: String,
+        /// Shape name.
+        config: String,
+        /// Pairs measured.
+        pairs: u32,
+        /// Why it stopped.
+        reason: String,
+    },
     /// One repetition of one side measured (`gate --measure`).
     RepMeasured {
         /// Device id.

@@ -116,18 +116,22 @@ fn verdict(path: &Path) -> serde_json::Value {
 fn the_same_store_passes() {
     let s = stores();
     let json = s.dir.join("same.json");
-    gate(s, &s.baseline, &s.baseline)
-        .arg("--json")
-        .arg(&json)
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("gate: pass"));
+    gate(s, &s.baseline, &s.baseline).arg("--json").arg(&json).assert().code(0);
     let v = verdict(&json);
-    assert_eq!(v["outcome"], "pass");
     let decode = v["comparisons"].as_array().unwrap().iter().find(|c| c["metric"] == "decode_tok_s").unwrap();
-    assert_eq!(decode["status"], "pass");
     assert_eq!(decode["ratio"], 1.0);
     assert_eq!(decode["baseline"]["n"], 10);
+    // No change, and a pass only where the store's own noise could have
+    // shown the 3% minimum effect; on a noisier machine it is underpowered.
+    let detectable = decode["detectable"].as_f64().expect("the change it could see");
+    if detectable <= 0.03 {
+        assert_eq!(decode["status"], "pass", "{decode}");
+        assert_eq!(v["outcome"], "pass");
+    } else {
+        assert_eq!(decode["status"], "inconclusive", "{decode}");
+        assert!(decode["reason"].as_str().unwrap().starts_with("inconclusive (underpowered: could see"), "{decode}");
+        assert_eq!(v["outcome"], "inconclusive");
+    }
 }
 
 #[test]

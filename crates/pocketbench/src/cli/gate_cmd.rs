@@ -161,7 +161,7 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> pocketbench::Result<C
     let (baseline, candidate) = if a.sides.measure {
         let request = a.sides.request(a.sweep.as_deref())?;
         let devices = super::devices(devices_dir)?;
-        pocketbench::pipeline::gate_measure::measure(&request, &devices, s.min_samples, &mut reporter)?
+        pocketbench::pipeline::gate_measure::measure(&request, &devices, &s, &mut reporter)?
     } else {
         let (Some(b), Some(c)) = (&a.baseline, &a.candidate) else {
             return Err(pocketbench::Error::usage("--baseline and --candidate are both needed"));

@@ -28,9 +28,9 @@ pub struct MeasureSides {
     /// --measure: the workload (default: the sweep's, else the device's reference workload).
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// --measure: repetitions a side, or `auto`: alternate until both sides' median decode speed is as
-    /// precise as --precision asks (at least --min-reps and the gate's --min-samples a side)
-    /// [default: auto].
+    /// --measure: repetitions a side, or `auto`: alternate until the decode samples could catch the
+    /// gate's minimum effect on speed with 80% power (at least --min-reps and the gate's --min-samples a
+    /// side), or --max-reps or --max-time (--precision is not used here) [default: auto].
     #[arg(long, value_name = "N|auto", requires = "measure", value_parser = super::reps_args::reps_arg)]
     pub reps: Option<Reps>,
     /// --measure: the limits of --reps auto.

@@ -247,6 +247,7 @@ fn measuring_line(event: &Event) -> Option<String> {
         Event::RepMeasured { done, runs, arm, config, decode_tok_s, .. } => {
             format!("[{done:>4}/{runs}] {arm:<9} {config}: {decode_tok_s:.1} tok/s decode")
         }
+        Event::AbabStopped { config, pairs, reason, .. } => format!("{config}: {pairs} pair(s): stopped: {reason}"),
         Event::RepFailed { arm, config, reason, .. } => format!("warning: {arm} {config}: failed twice: {reason}"),
         Event::CalibrationPlanned {
             what,

@@ -575,6 +575,9 @@ fn compare(
         );
         return out;
     }
+    if let (Some(cb), Some(cc)) = (stats::robust_cv(&bs), stats::robust_cv(&cs)) {
+        out.se = Some(stats::relative_se([cb, cc], [bs.len(), cs.len()]));
+    }
     let j = judge(&bs, &cs, metric.higher_is_better(), effect, s, seed, true);
     (out.ratio_lo, out.ratio_hi) = (Some(j.ratio.lo), Some(j.ratio.hi));
     out.p_regression = Some(j.p_regression);
@@ -717,12 +720,40 @@ fn correct(comparisons: &mut [Comparison], s: &Settings) {
                         ),
                     )
                 } else {
-                    (Status::Pass, format!("no change beyond {:.0}%: {change}", x.min_effect * 100.0))
+                    // A pass must have been able to see the minimum effect:
+                    // from the noise the samples showed, the smallest change
+                    // one test at the suite's level catches with 80% power
+                    // (what `gate --power` simulates).
+                    let detectable = x.se.map(|se| stats::detectable_change(se, s.alpha, POWER));
+                    x.detectable = detectable;
+                    match detectable {
+                        Some(d) if d > x.min_effect => (
+                            Status::Inconclusive,
+                            format!(
+                                "inconclusive (underpowered: could see {:.1}% and more, not the {:.0}% minimum effect): {change}; \
+                                 measure more repetitions or on a quieter machine",
+                                d * 100.0,
+                                x.min_effect * 100.0
+                            ),
+                        ),
+                        Some(d) => (
+                            Status::Pass,
+                            format!(
+                                "no change beyond {:.0}%: {change}; could see {:.1}% and more",
+                                x.min_effect * 100.0,
+                                d * 100.0
+                            ),
+                        ),
+                        None => (Status::Pass, format!("no change beyond {:.0}%: {change}", x.min_effect * 100.0)),
+                    }
                 }
             }
         };
     }
 }
+
+/// The power a pass must have had to see the minimum effect.
+pub const POWER: f64 = 0.8;
 
 fn one_line(s: &str) -> String {
     let first = s.lines().next().unwrap_or_default();

@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use statrs::distribution::{ContinuousCDF, Normal};
 
-pub use crate::stats::{median, median_mut};
+pub use crate::stats::{detectable_change, median, median_mut, relative_se, robust_cv};
 
 /// Largest sample size the exact distribution is computed for.
 pub const EXACT_MAX: usize = 40;

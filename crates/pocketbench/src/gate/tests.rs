@@ -214,3 +214,33 @@ fn decode_at_bandwidth_takes_the_machine_out_and_sees_the_engine() {
     assert_eq!(v.comparisons[0].status, Status::NotMeasured, "{:#?}", v.comparisons[0]);
     assert!(v.comparisons[0].reason.contains("could be fitted"), "{}", v.comparisons[0].reason);
 }
+
+/// Decode speeds at `noise` (relative), seeded.
+fn noisy(n: usize, mean: f64, noise: f64, seed: u64) -> Vec<f64> {
+    use rand::SeedableRng;
+    use rand_distr::Distribution;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let d = rand_distr::Normal::new(mean, mean * noise).unwrap();
+    (0..n).map(|_| d.sample(&mut rng)).collect()
+}
+
+#[test]
+fn a_comparison_that_could_not_have_seen_the_minimum_effect_is_inconclusive_not_a_pass() {
+    // A noisy source (8% a repetition): 10 repetitions a side cannot see a
+    // 3% change; 200 can. Equal sides both times.
+    let verdict = |n: usize| {
+        let b = side(vec![measured_record(2, 128, 16, &noisy(n, 300.0, 0.08, 11))]);
+        let c = side(vec![measured_record(2, 128, 16, &noisy(n, 300.0, 0.08, 12))]);
+        let s = Settings { resamples: 200, ..Settings::default() };
+        let v = evaluate_metrics(&b, &c, &s, &[Metric::DecodeTokS]);
+        v.comparisons.into_iter().next().unwrap()
+    };
+    let few = verdict(10);
+    assert_eq!(few.status, Status::Inconclusive, "{few:#?}");
+    assert!(few.reason.starts_with("inconclusive (underpowered: could see "), "{}", few.reason);
+    let d = few.detectable.unwrap();
+    assert!(d > 0.05 && d < 0.25, "{d}");
+    let many = verdict(200);
+    assert_eq!(many.status, Status::Pass, "{many:#?}");
+    assert!(many.detectable.unwrap() <= 0.03 && many.reason.contains("could see"), "{}", many.reason);
+}

@@ -109,6 +109,15 @@ pub struct Comparison {
     pub min_effect: f64,
     /// The candidate's budget for this metric (none for prefill).
     pub budget: Option<BudgetCheck>,
+    /// The smallest relative change this comparison could have caught with
+    /// 80% power, from the noise its samples showed; a comparison that
+    /// could not see `min_effect` is inconclusive (underpowered), not a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detectable: Option<f64>,
+    /// The relative standard error of the two sides' difference
+    /// ([`super::stats::relative_se`]), where both have samples enough.
+    #[serde(skip)]
+    pub se: Option<f64>,
 }
 
 impl Comparison {
@@ -134,6 +143,8 @@ impl Comparison {
             method: String::new(),
             min_effect,
             budget: None,
+            detectable: None,
+            se: None,
         }
     }
 

@@ -69,12 +69,14 @@ pub struct Request {
     pub out: PathBuf,
 }
 
-/// Measure both sides; return them as the gate's two inputs. `min_samples`
-/// is the gate's minimum a side, which `auto` never stops below.
+/// Measure both sides; return them as the gate's two inputs. The `gate`'s
+/// settings say what `auto` alternates until: never fewer than their
+/// minimum samples a side, and until the decode samples could catch the
+/// minimum effect on speed at their significance level, or a cap.
 pub fn measure(
     request: &Request,
     devices: &Devices,
-    min_samples: usize,
+    gate: &crate::gate::Settings,
     reporter: &mut dyn Reporter,
 ) -> Result<(Loaded, Loaded), Error> {
     let device = devices.get(&request.device)?;
@@ -106,7 +108,8 @@ pub fn measure(
     );
     let a = Arm { name: "baseline", runner: ra.as_ref(), settings: settings(base) };
     let b = Arm { name: "candidate", runner: rb.as_ref(), settings: settings(cand) };
-    let (reps, auto) = repetitions(request, min_samples)?;
+    let (reps, auto) = repetitions(request, gate.min_samples)?;
+    let detect = auto.map(|_| abab::Detect { effect: gate.min_effect_speed, alpha: gate.alpha });
     let thermal = device.profile().thermal.unwrap_or_default();
     let cool_to = request.cool_to.unwrap_or(thermal.cool_to_c);
     let cool_timeout = request.cool_timeout.unwrap_or(thermal.cool_timeout_s);
@@ -114,7 +117,7 @@ pub fn measure(
         return Err(Error::usage(format!("--cool-to must be a temperature in C, got {cool_to}")));
     }
     let cooling = Cooling { target_c: cool_to, timeout: Duration::from_secs(cool_timeout), ..Cooling::default() };
-    let plan = abab::Plan { device, shapes: &shapes, workload, reps, auto, cooling };
+    let plan = abab::Plan { device, shapes: &shapes, workload, reps, auto, detect, cooling };
     let [baseline, candidate] = abab::measure_into(&plan, [&a, &b], &request.out, reporter)?;
     Ok((baseline.into(), candidate.into()))
 }

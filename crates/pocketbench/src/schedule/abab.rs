@@ -59,10 +59,24 @@ pub struct Plan<'a> {
     /// Repetitions a side (the minimum, with `auto`).
     pub reps: u32,
     /// Alternate until both sides' median decode speed is as precise as
-    /// asked, or a cap is hit; `None`: exactly `reps` a side.
+    /// asked (or, with `detect`, until the two sides' noise lets a change
+    /// of that size be seen), or a cap is hit; `None`: exactly `reps` a side.
     pub auto: Option<crate::probe::timing::AutoReps>,
+    /// With `auto`: the change the comparison must be able to see, and the
+    /// level it will be tested at; alternation stops once the decode
+    /// samples so far could catch it with 80% power.
+    pub detect: Option<Detect>,
     /// Cooling before each repetition.
     pub cooling: Cooling,
+}
+
+/// What `gate --measure --reps auto` alternates until it can see.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Detect {
+    /// The minimum effect, relative (0.03).
+    pub effect: f64,
+    /// The significance level the comparison is tested at.
+    pub alpha: f64,
 }
 
 /// Measure `plan` alternating the two arms. `sink` gets each record (with
@@ -98,7 +112,13 @@ pub fn measure(
         let started = std::time::Instant::now();
         let first = [out.baseline.len(), out.candidate.len()];
         for i in 0.. {
-            if stop(plan, i, started, [&out.baseline[first[0]..], &out.candidate[first[1]..]]) {
+            if let Some(why) = stop(plan, i, started, [&out.baseline[first[0]..], &out.candidate[first[1]..]]) {
+                reporter.report(&Event::AbabStopped {
+                    device: device.id().into(),
+                    config: pair[0].shape.to_string(),
+                    pairs: i,
+                    reason: why,
+                });
                 break;
             }
             for (side, (arm, job)) in arms.iter().zip(pair).enumerate() {
@@ -112,19 +132,44 @@ pub fn measure(
     Ok(out)
 }
 
-/// Whether one configuration has enough pairs after `pairs`: the fixed
-/// count, or with `auto` both sides' median decode speed within the
-/// precision (each record one repetition), or a cap.
-fn stop(plan: &Plan, pairs: u32, started: std::time::Instant, sides: [&[Record]; 2]) -> bool {
+/// Why one configuration has enough pairs after `pairs`, or `None`: the
+/// fixed count; with `auto`, both sides' median decode speed within the
+/// precision, or (with `detect`) the change the gate must see within reach
+/// of the two sides' noise (each record one repetition); or a cap.
+fn stop(plan: &Plan, pairs: u32, started: std::time::Instant, sides: [&[Record]; 2]) -> Option<String> {
     if pairs < plan.reps {
-        return false;
+        return None;
     }
-    let Some(auto) = plan.auto else { return true };
-    let precise = sides.iter().all(|records| {
-        let v: Vec<f64> = records.iter().map(|r| r.decode_tok_s).collect();
-        crate::probe::timing::relative_half_width(&v).is_some_and(|w| w <= auto.precision)
-    });
-    precise || pairs >= auto.max_reps || started.elapsed().as_secs_f64() >= auto.max_seconds
+    let Some(auto) = plan.auto else { return Some(format!("{pairs} repetitions a side, as asked")) };
+    let decode = |records: &[Record]| -> Vec<f64> { records.iter().map(|r| r.decode_tok_s).collect() };
+    let [b, c] = sides.map(decode);
+    let reached = match plan.detect {
+        Some(d) => {
+            let cv = [crate::stats::robust_cv(&b), crate::stats::robust_cv(&c)];
+            let seen = match cv {
+                [Some(x), Some(y)] => Some(crate::stats::detectable_change(
+                    crate::stats::relative_se([x, y], [b.len(), c.len()]),
+                    d.alpha,
+                    0.8,
+                )),
+                _ => None,
+            };
+            seen.filter(|s| *s <= d.effect).map(|s| {
+                format!(
+                    "the noise so far lets a {:.1}% change be seen (the minimum effect is {:.0}%)",
+                    s * 100.0,
+                    d.effect * 100.0
+                )
+            })
+        }
+        None => [&b, &c]
+            .iter()
+            .all(|v| crate::probe::timing::relative_half_width(v).is_some_and(|w| w <= auto.precision))
+            .then(|| format!("both medians within ±{:.1}%", auto.precision * 100.0)),
+    };
+    reached.or_else(|| (pairs >= auto.max_reps).then(|| format!("cap: {} repetitions a side", auto.max_reps))).or_else(
+        || (started.elapsed().as_secs_f64() >= auto.max_seconds).then(|| format!("cap: {:.0} s", auto.max_seconds)),
+    )
 }
 
 /// One side's measurements as saved: the file that holds them (JSON
@@ -340,7 +385,7 @@ mod tests {
         let mut events = Collect::default();
         let workload = crate::workload::Workload::new(16, 8, None).unwrap();
         let shapes = [shape()];
-        let plan = Plan { device: host, shapes: &shapes, workload, reps: 3, auto: None, cooling };
+        let plan = Plan { device: host, shapes: &shapes, workload, reps: 3, auto: None, detect: None, cooling };
         let mut sink = |arm, r: &crate::record::Record| {
             sunk.push((arm, r.decode_tok_s));
             Ok(())
@@ -379,7 +424,7 @@ mod tests {
         let cooling = Cooling { target_c: 37.0, timeout: Duration::from_millis(20), poll: Duration::from_millis(5) };
         let workload = crate::workload::Workload::new(16, 8, None).unwrap();
         let shapes = [shape()];
-        let plan = Plan { device: host, shapes: &shapes, workload, reps: 2, auto: None, cooling };
+        let plan = Plan { device: host, shapes: &shapes, workload, reps: 2, auto: None, detect: None, cooling };
         let got = measure(&plan, [&arm, &other], &mut |_, _| Ok(()), &mut Collect::default()).unwrap();
         assert_eq!(got.too_hot, 4);
         assert!(got.baseline.is_empty() && LOG.lock().unwrap().is_empty());
