@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::budget::Status;
-use crate::outcome::DeviceSummary;
 use crate::record::{Provenance, Record};
 
 /// Decode predictions off by more than this (median over the measured
@@ -78,12 +77,24 @@ fn spread(mut v: Vec<f64>) -> [f64; 3] {
     [median, v[0], v[n - 1]]
 }
 
+/// A device's budget limits, as its summary states them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Decode, tok/s (at least).
+    pub decode_tok_s: f64,
+    /// Peak memory increase, MB (at most).
+    pub memory_mb: f64,
+    /// Energy, J a run (at most), where the device has a battery.
+    pub energy_j: Option<f64>,
+}
+
 /// How `device`'s measured records (among `records`) agree with their
-/// predictions; `None` when nothing was measured on it.
-pub fn of(device: &DeviceSummary, records: &[Record]) -> Option<Agreement> {
+/// predictions, judged against its `limits`; `None` when nothing was
+/// measured on it.
+pub fn of(device: &str, limits: Limits, records: &[Record]) -> Option<Agreement> {
     let measured: Vec<(&Record, &crate::record::Predicted)> = records
         .iter()
-        .filter(|r| r.device == device.device && r.provenance == Provenance::Measured)
+        .filter(|r| r.device == device && r.provenance == Provenance::Measured)
         .filter_map(|r| r.measurement.as_ref().map(|m| (r, &m.predicted)))
         .filter(|(r, _)| r.decode_tok_s > 0.0 && r.peak_mem_increase_mb > 0.0)
         .collect();
@@ -95,9 +106,9 @@ pub fn of(device: &DeviceSummary, records: &[Record]) -> Option<Agreement> {
     let memory_error =
         spread(measured.iter().map(|(r, p)| err(p.peak_mem_increase_mb, r.peak_mem_increase_mb)).collect());
     let passed = |p: &crate::record::Predicted, budget: &str| match budget {
-        "decode" => p.decode_tok_s >= device.budget_decode_tok_s,
-        "memory" => p.peak_mem_increase_mb <= device.budget_memory_mb,
-        _ => device.budget_energy_j.is_some_and(|e| p.energy_j_per_run <= e),
+        "decode" => p.decode_tok_s >= limits.decode_tok_s,
+        "memory" => p.peak_mem_increase_mb <= limits.memory_mb,
+        _ => limits.energy_j.is_some_and(|e| p.energy_j_per_run <= e),
     };
     let failed = |r: &Record, budget: &str| {
         let v = match budget {
@@ -124,14 +135,6 @@ pub fn of(device: &DeviceSummary, records: &[Record]) -> Option<Agreement> {
     })
 }
 
-/// Set every device's agreement in `outcome` from its records.
-pub fn hold(outcome: &mut crate::outcome::Outcome) {
-    let records = &outcome.results;
-    for d in &mut outcome.devices {
-        d.agreement = of(d, records);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,19 +150,14 @@ mod tests {
         r
     }
 
-    fn summary(budget: f64) -> DeviceSummary {
-        DeviceSummary {
-            device: "host".into(),
-            budget_decode_tok_s: budget,
-            budget_memory_mb: 1e6,
-            ..Default::default()
-        }
+    fn summary(budget: f64) -> Limits {
+        Limits { decode_tok_s: budget, memory_mb: 1e6, energy_j: None }
     }
 
     #[test]
     fn residuals_within_the_tolerance_leave_the_predictions_standing() {
         let recs = [measured(100.0, 110.0), measured(100.0, 95.0), measured(100.0, 104.0)];
-        let a = of(&summary(200.0), &recs).unwrap();
+        let a = of("host", summary(200.0), &recs).unwrap();
         assert_eq!(a.measured, 3);
         assert!((a.decode_error[0] - 0.04).abs() < 1e-9 && (a.decode_error[1] + 0.05).abs() < 1e-9);
         // They fail the budget, but so did their predictions: no contradiction.
@@ -171,14 +169,14 @@ mod tests {
     fn measurements_far_below_their_predictions_make_the_device_suspect_and_contradict_its_verdicts() {
         // The busy-machine case: predicted ~205 tok/s, measured ~65, budget 200.
         let recs = [measured(63.0, 204.0), measured(68.0, 210.0), measured(65.0, 206.0)];
-        let a = of(&summary(200.0), &recs).unwrap();
+        let a = of("host", summary(200.0), &recs).unwrap();
         assert!(a.suspect && a.decode_error[0] > 2.0, "{a:?}");
         assert_eq!(a.contradicted, ["decode"]);
         assert!(a.contradiction().unwrap().contains("fails the decode budget its prediction passed"));
         // One measurement passing its budget: no longer every one fails.
         let recs = [measured(63.0, 204.0), measured(230.0, 210.0)];
-        assert!(of(&summary(200.0), &recs).unwrap().contradicted.is_empty());
+        assert!(of("host", summary(200.0), &recs).unwrap().contradicted.is_empty());
         // Nothing measured: nothing to hold.
-        assert!(of(&summary(200.0), &[]).is_none());
+        assert!(of("host", summary(200.0), &[]).is_none());
     }
 }

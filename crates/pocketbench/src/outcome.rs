@@ -260,6 +260,22 @@ fn coords(p: &Point, header: &DeviceSummary, objectives: &[Objective], worst_ene
     c
 }
 
+impl Outcome {
+    /// Hold every device's measurements against their predictions
+    /// ([`crate::agreement`]): its `agreement`, from its records.
+    pub fn hold_measurements(&mut self) {
+        let records = &self.results;
+        for d in &mut self.devices {
+            let limits = crate::agreement::Limits {
+                decode_tok_s: d.budget_decode_tok_s,
+                memory_mb: d.budget_memory_mb,
+                energy_j: d.budget_energy_j,
+            };
+            d.agreement = crate::agreement::of(&d.device, limits, records);
+        }
+    }
+}
+
 impl DeviceSummary {
     /// The device's identity and budgets, with no records counted yet: what
     /// [`mark_frontier`] needs of a device, and what the store keeps of it.

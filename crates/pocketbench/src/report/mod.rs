@@ -98,7 +98,7 @@ pub struct SweepReport {
 impl SweepReport {
     /// Assemble from a plan and its outcome.
     pub fn new(plan: &Plan, mut outcome: Outcome) -> Self {
-        crate::agreement::hold(&mut outcome);
+        outcome.hold_measurements();
         SweepReport {
             schema_version: SCHEMA_VERSION,
             tool: format!("pocketbench {}", env!("CARGO_PKG_VERSION")),
@@ -126,7 +126,7 @@ impl SweepReport {
     /// [`SweepReport::from_store`] with the store's outcome already read
     /// (a sweep has it in hand when it finishes).
     pub fn with_outcome(store: &crate::store::Store, mut outcome: Outcome) -> Result<Self, crate::store::StoreError> {
-        crate::agreement::hold(&mut outcome);
+        outcome.hold_measurements();
         let sweep = store.sweep()?.ok_or_else(|| crate::store::StoreError::Corrupt {
             path: store.path().to_path_buf(),
             message: "no sweep recorded in it".into(),

@@ -115,7 +115,7 @@ fn measurements_that_contradict_their_predictions_head_the_card_and_the_summary(
     m.budgets.decode.status = crate::budget::Status::Fail;
     m.measurement.as_mut().unwrap().predicted.decode_tok_s = host.budget_decode_tok_s * 1.05;
     r.outcome.results.push(m);
-    crate::agreement::hold(&mut r.outcome);
+    r.outcome.hold_measurements();
     let html = ReportHtml.render(&r).unwrap();
     let card = html.split("<div class=\"card\">").find(|c| c.contains("(host,")).unwrap();
     let (said, best) = (card.find("fails the decode budget its prediction passed"), card.find("Best feasible"));
