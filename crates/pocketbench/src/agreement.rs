@@ -58,6 +58,12 @@ impl Agreement {
         )
     }
 
+    /// Whether the device's predicted figures are to be marked as suspect:
+    /// its measurements are beyond the tolerance, or contradict a verdict.
+    pub fn doubts_predictions(&self) -> bool {
+        self.suspect || !self.contradicted.is_empty()
+    }
+
     /// The contradiction, said first on a card, where there is one.
     pub fn contradiction(&self) -> Option<String> {
         (!self.contradicted.is_empty()).then(|| {

@@ -157,7 +157,7 @@ fn print_summary(report: &SweepReport) -> pocketbench::Result<()> {
         if let Some(a) = agreement {
             outln!("  measured against predicted: {}", a.describe());
         }
-        let suspect = agreement.is_some_and(|a| a.suspect || !a.contradicted.is_empty());
+        let suspect = agreement.is_some_and(pocketbench::agreement::Agreement::doubts_predictions);
         for (label, id) in [("best", &d.best_feasible), ("largest", &d.largest_feasible)] {
             let rec = id
                 .as_ref()

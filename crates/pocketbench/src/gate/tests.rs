@@ -36,12 +36,9 @@ fn side(records: Vec<Record>) -> Loaded {
     Loaded::new("test", "test", records, Vec::new())
 }
 
+/// Decode speeds at the 2% noise, seeded.
 fn speeds(n: usize, mean: f64, seed: u64) -> Vec<f64> {
-    use rand::SeedableRng;
-    use rand_distr::Distribution;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let d = rand_distr::Normal::new(mean, mean * 0.02).unwrap();
-    (0..n).map(|_| d.sample(&mut rng)).collect()
+    noisy(n, mean, 0.02, seed)
 }
 
 #[test]

@@ -114,7 +114,7 @@ fn device(s: &mut String, report: &SweepReport, d: &DeviceSummary) {
         let _ = writeln!(s, "**Measured: {c}.**\n");
     }
     measured_table(s, report, d);
-    let suspect = d.agreement.as_ref().is_some_and(|a| a.suspect || !a.contradicted.is_empty());
+    let suspect = d.agreement.as_ref().is_some_and(crate::agreement::Agreement::doubts_predictions);
     let find = |id: &Option<String>| {
         id.as_ref().and_then(|id| report.outcome.results.iter().find(|r| r.device == d.device && &r.config_id == id))
     };

@@ -151,7 +151,7 @@ fn summary_cards(s: &mut String, report: &SweepReport) {
             let class = if a.suspect { "warn" } else { "muted" };
             let _ = write!(s, "<p class=\"{class}\"><b>Measured against predicted:</b> {}.</p>", escape(&a.describe()));
         }
-        let suspect = agreement.is_some_and(|a| a.suspect || !a.contradicted.is_empty());
+        let suspect = agreement.is_some_and(crate::agreement::Agreement::doubts_predictions);
         for (label, id) in [("Best feasible", &d.best_feasible), ("Largest feasible", &d.largest_feasible)] {
             match find(id) {
                 Some(r) => {
