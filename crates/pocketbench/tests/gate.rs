@@ -126,12 +126,17 @@ fn the_same_store_passes() {
     let detectable = decode["detectable"].as_f64().expect("the change it could see");
     if detectable <= 0.03 {
         assert_eq!(decode["status"], "pass", "{decode}");
-        assert_eq!(v["outcome"], "pass");
     } else {
         assert_eq!(decode["status"], "inconclusive", "{decode}");
         assert!(decode["reason"].as_str().unwrap().starts_with("inconclusive (underpowered: could see"), "{decode}");
-        assert_eq!(v["outcome"], "inconclusive");
     }
+    // The outcome is every metric's, not decode's alone: prefill or TTFT
+    // can be underpowered on a busy machine while decode passes. A store
+    // against itself never fails.
+    let statuses: Vec<&str> = v["comparisons"].as_array().unwrap().iter().map(|c| c["status"].as_str().unwrap()).collect();
+    assert!(statuses.iter().all(|s| ["pass", "inconclusive", "not-measured"].contains(s)), "{v}");
+    let expected = if statuses.contains(&"inconclusive") { "inconclusive" } else { "pass" };
+    assert_eq!(v["outcome"], expected, "{v}");
 }
 
 #[test]
