@@ -133,7 +133,8 @@ fn the_same_store_passes() {
     // The outcome is every metric's, not decode's alone: prefill or TTFT
     // can be underpowered on a busy machine while decode passes. A store
     // against itself never fails.
-    let statuses: Vec<&str> = v["comparisons"].as_array().unwrap().iter().map(|c| c["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> =
+        v["comparisons"].as_array().unwrap().iter().map(|c| c["status"].as_str().unwrap()).collect();
     assert!(statuses.iter().all(|s| ["pass", "inconclusive", "not-measured"].contains(s)), "{v}");
     let expected = if statuses.contains(&"inconclusive") { "inconclusive" } else { "pass" };
     assert_eq!(v["outcome"], expected, "{v}");
