@@ -135,6 +135,9 @@ pub enum Error {
     /// A model file cannot be built.
     #[error(transparent)]
     Model(#[from] crate::probe::gguf::GgufError),
+    /// A file `calibrate --import` cannot take, located.
+    #[error(transparent)]
+    Import(#[from] crate::calibrate::import::ImportError),
     /// The probe, run as a process of its own, failed.
     #[error(transparent)]
     Probe(#[from] crate::probe::entry::EntryError),
@@ -209,6 +212,7 @@ impl Error {
             | Error::DuplicateDevice(_)
             | Error::BuiltIn(_)
             | Error::Export(_)
+            | Error::Import(_)
             | Error::Usage(_) => ExitCode::Usage,
             Error::Calibration(c) => usage(!matches!(c, CalibrationError::NothingMeasured(_))),
             Error::Profiles(all) => usage(all.iter().all(|e| e.exit_code() == ExitCode::Usage)),

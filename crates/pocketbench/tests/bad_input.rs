@@ -215,6 +215,27 @@ fn cases() -> Vec<Case> {
             says: &["manifest.json", "export attachments"],
         },
         Case {
+            name: "calibrate: an import no tool wrote",
+            args: &["calibrate", "--device", "host-llama", "--import", "{dir}/notes.txt"],
+            files: &[("notes.txt", "my phone did 40 tok/s\n")],
+            code: 2,
+            says: &["notes.txt:1:", "not an output pocketbench imports"],
+        },
+        Case {
+            name: "calibrate: an imported row with one speed for two phases",
+            args: &["calibrate", "--device", "host-llama", "--import", "{dir}/pg.json"],
+            files: &[("pg.json", include_str!("fixtures/import/llama-bench-small-pg.json"))],
+            code: 2,
+            says: &["pg.json:2: row 1: field `n_prompt`: pp64+tg32"],
+        },
+        Case {
+            name: "calibrate: an import format that does not exist",
+            args: &["calibrate", "--device", "host-llama", "--import", "{dir}/a.json", "--format", "xml"],
+            files: &[],
+            code: 2,
+            says: &["xml", "llama-bench-json"],
+        },
+        Case {
             name: "probe: missing spec",
             args: &["probe", "--spec", "{dir}/none.json"],
             files: &[],

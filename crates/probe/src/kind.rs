@@ -66,6 +66,21 @@ impl EngineKind {
         }
     }
 
+    /// The engine class: the inference code whose speed a calibration
+    /// describes, whichever way it was driven. llama.cpp through the crate
+    /// and through `llama-bench` are one class (`llama.cpp`); MNN's
+    /// `llm_bench` is `mnn`; the native engine and candle-transformers are
+    /// each their own. A measurement imported from a tool's output belongs
+    /// only to a device of its class.
+    pub fn class(self) -> &'static str {
+        match self {
+            EngineKind::Native => "native",
+            EngineKind::CandleTransformers => "candle-transformers",
+            EngineKind::LlamaCpp | EngineKind::LlamaBench => "llama.cpp",
+            EngineKind::MnnLlmBench => "mnn",
+        }
+    }
+
     /// The prompt chunk the engine runs prefill in, where pocketbench sets
     /// it: the native engine's [`crate::native::CHUNK`], and llama.cpp's
     /// micro-batch ([`LLAMA_UBATCH`]). `None` where the engine

@@ -233,3 +233,38 @@ fn writers_building_the_same_model_at_once_each_rename_a_whole_file() {
         assert_eq!(left, vec![std::ffi::OsString::from("same.gguf")], "no temporary file left behind");
     }
 }
+
+#[test]
+fn the_shape_reads_back_from_its_own_key_and_from_llama_cpp_metadata() {
+    use pocketbench_probe::gguf::{GgufFile, SHAPE_KEY};
+    let dir = tempfile::tempdir().unwrap();
+    // A grouped integer format is only recoverable from pocketbench's own key.
+    for quant in [Quant::Q4_0, Quant::Q8_0, "int4 group=64 zero".parse().unwrap()] {
+        for tied in [true, false] {
+            let shape = tiny(quant, tied);
+            let path = dir.path().join("m.gguf");
+            write_model(&shape, 1, &path).unwrap();
+            assert_eq!(GgufFile::open(&path).unwrap().shape().unwrap(), shape, "{quant} tied={tied}");
+        }
+    }
+    // Without the key (a GGUF from elsewhere): llama.cpp's metadata and the
+    // tensors' storage type.
+    let shape = tiny(Quant::Q8_0, false);
+    let plan = tensor_plan(&shape).unwrap();
+    let qtensors: Vec<QTensor> = plan
+        .iter()
+        .map(|t| {
+            let v = Tensor::from_vec(f32_values(t, 1), t.dims.clone(), &Device::Cpu).unwrap();
+            QTensor::quantize(&v, t.dtype).unwrap()
+        })
+        .collect();
+    let meta: Vec<(String, gguf_file::Value)> =
+        metadata(&shape, "x").into_iter().filter(|(k, _)| k != SHAPE_KEY).map(|(k, v)| (k, to_candle(&v))).collect();
+    let meta_refs: Vec<(&str, &gguf_file::Value)> = meta.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let tensor_refs: Vec<(&str, &QTensor)> = plan.iter().zip(&qtensors).map(|(t, q)| (t.name.as_str(), q)).collect();
+    let path = dir.path().join("other.gguf");
+    let mut f = std::fs::File::create(&path).unwrap();
+    gguf_file::write(&mut f, &meta_refs, &tensor_refs).unwrap();
+    drop(f);
+    assert_eq!(GgufFile::open(&path).unwrap().shape().unwrap(), shape);
+}

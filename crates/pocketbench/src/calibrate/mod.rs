@@ -17,6 +17,7 @@ mod check;
 pub mod design;
 mod drift;
 pub mod host;
+pub mod import;
 pub mod noise;
 pub mod points;
 mod residuals;
@@ -28,7 +29,7 @@ pub use drift::{summarize as summarize_drift, Drift, DriftSummary};
 pub use noise::{Noise, Verdict};
 pub use residuals::{accuracy, repeatability, residuals, Accuracy, Repeatability, Residual};
 pub use write::{
-    display_param, fitted_text, point_from_record, with_points, with_points_added, write_atomic, write_back,
+    display_param, fitted_text, point_from_record, spec_of, with_points, with_points_added, write_atomic, write_back,
     write_profile,
 };
 

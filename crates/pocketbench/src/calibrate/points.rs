@@ -40,18 +40,32 @@ fn record_from(file: &Path) -> Result<Record, Error> {
 /// The point of one record file, checked: measured, on `device`, and (for
 /// this machine's own profile, unless `force`) on this machine.
 fn point_of(devices: &Devices, device: &Device, file: &Path, o: &AddOptions) -> Result<(PointToml, String), Error> {
-    let id = device.id();
     let rec = record_from(file)?;
+    let point = point_of_record(devices, device, &rec, &file.display().to_string(), o)?;
+    let what = format!("{} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, file.display());
+    Ok((point, what))
+}
+
+/// The point of one record (`from` names it in errors), checked: measured,
+/// on `device`, and (for this machine's own profile, unless `force`) on
+/// this machine.
+pub fn point_of_record(
+    devices: &Devices,
+    device: &Device,
+    rec: &Record,
+    from: &str,
+    o: &AddOptions,
+) -> Result<PointToml, Error> {
+    let id = device.id();
     if rec.device != id {
-        return Err(Error::usage(format!("{}: measured on `{}`, not `{id}`", file.display(), rec.device)));
+        return Err(Error::usage(format!("{from}: measured on `{}`, not `{id}`", rec.device)));
     }
-    let point = point_from_record(&rec, o.holdout)
-        .ok_or_else(|| Error::usage(format!("{}: a predicted record, not a measurement", file.display())))?;
+    let point = point_from_record(rec, o.holdout)
+        .ok_or_else(|| Error::usage(format!("{from}: a predicted record, not a measurement")))?;
     if let (true, false, Some(here)) = (device.is_local(), o.force, devices.here()) {
         if point.machine.as_deref() != Some(here.fingerprint.as_str()) {
             return Err(Error::usage(format!(
-                "{}: measured on another machine ({}, fingerprint {}), not this one ({}, fingerprint {}); a calibration of `{id}` describes this machine: pass --force to add it anyway",
-                file.display(),
+                "{from}: measured on another machine ({}, fingerprint {}), not this one ({}, fingerprint {}); a calibration of `{id}` describes this machine: pass --force to add it anyway",
                 point.cpu.as_deref().unwrap_or("unrecorded"),
                 point.machine.as_deref().unwrap_or("unrecorded"),
                 here.describe(),
@@ -59,8 +73,7 @@ fn point_of(devices: &Devices, device: &Device, file: &Path, o: &AddOptions) -> 
             )));
         }
     }
-    let what = format!("{} ({}+{}) from {}", rec.config_name, rec.prompt_tokens, rec.gen_tokens, file.display());
-    Ok((point, what))
+    Ok(point)
 }
 
 /// `calibrate --add`: every record read and checked first, then the points
@@ -75,13 +88,21 @@ pub fn add_records(devices: &Devices, id: &str, files: &[PathBuf], o: &AddOption
         points.push(point);
         added.push(what);
     }
-    let (device, target) = with_points_added(devices, device, &points)
+    let device = add_points(devices, device, &points, o.dry_run)
         .with_context(|| format!("adding calibration points to the profile of `{id}`"))?;
+    Ok(Added { device, added })
+}
+
+/// `points` added to `device`'s profile (this machine's own copy for a
+/// local device) and fitted, then written unless `dry_run`: a fit that
+/// fails writes nothing. The device as its profile then reads.
+pub fn add_points(devices: &Devices, device: &Device, points: &[PointToml], dry_run: bool) -> Result<Device, Error> {
+    let (device, target) = with_points_added(devices, device, points)?;
     calibrate(&device).context("the points were not added (nothing was written)")?;
-    if !o.dry_run {
+    if !dry_run {
         write_profile(&target.path, target.text.as_bytes())?;
     }
-    Ok(Added { device, added })
+    Ok(device)
 }
 
 /// `run --save-point`: a measured record appended to its device's profile

@@ -52,6 +52,7 @@ fn synthetic_at(truth: &DeviceModel, more: &[FreeParam], moment: &dyn Fn(usize) 
                 threads: None,
                 bandwidth,
                 noise: None,
+                imported: None,
             }
         })
         .collect();

@@ -123,6 +123,24 @@ pub fn with_points_added(
     Ok((d, target))
 }
 
+/// A shape with every field written out, as a point records it.
+pub fn spec_of(s: &crate::arch::Shape) -> crate::arch::ShapeSpec {
+    crate::arch::ShapeSpec {
+        preset: None,
+        hidden: Some(s.hidden),
+        layers: Some(s.layers),
+        heads: Some(s.heads),
+        kv_heads: Some(s.kv_heads),
+        head_dim: Some(s.head_dim),
+        ffn: Some(s.ffn),
+        vocab: Some(s.vocab),
+        tied: Some(s.tied),
+        qk_norm: Some(s.qk_norm),
+        quant: Some(s.quant),
+        context: Some(s.context),
+    }
+}
+
 /// A calibration point from a measured record: every shape field written out,
 /// the workload, and the measured decode, prefill and peak memory (and energy
 /// when it was measured).
@@ -135,20 +153,7 @@ pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<c
         .get(&crate::provenance::MethodKey::EnergyJPerRun)
         .is_some_and(crate::provenance::Method::is_measured);
     Some(crate::device::PointToml {
-        model: crate::arch::ShapeSpec {
-            preset: None,
-            hidden: Some(s.hidden),
-            layers: Some(s.layers),
-            heads: Some(s.heads),
-            kv_heads: Some(s.kv_heads),
-            head_dim: Some(s.head_dim),
-            ffn: Some(s.ffn),
-            vocab: Some(s.vocab),
-            tied: Some(s.tied),
-            qk_norm: Some(s.qk_norm),
-            quant: Some(s.quant),
-            context: Some(s.context),
-        },
+        model: spec_of(&s),
         workload: Some(crate::workload::WorkloadSpec {
             prompt: Some(rec.prompt_tokens),
             gen: Some(rec.gen_tokens),
@@ -176,5 +181,6 @@ pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<c
         // point added from a record is fitted at its own moment too.
         bandwidth: crate::trust::moment_median(&m.probe).map(crate::units::Bandwidth),
         noise: None,
+        imported: None,
     })
 }

@@ -15,6 +15,7 @@ use super::Code;
 /// Arguments of `calibrate`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("measuring").args(["measure", "check"])))]
+#[command(group(clap::ArgGroup::new("adding").args(["add", "import"])))]
 pub struct CalibrateArgs {
     /// Device id.
     #[arg(long, value_name = "D", required_unless_present = "all")]
@@ -32,18 +33,40 @@ pub struct CalibrateArgs {
     /// measurements/ folder) to the profile as calibration points.
     #[arg(long, value_name = "RECORD.json", num_args = 1.., requires = "device")]
     pub add: Vec<std::path::PathBuf>,
-    /// With --add: hold the added points out of the fit, to check it against them.
-    #[arg(long, requires = "add")]
+    /// First import the outputs of other tools as calibration points:
+    /// llama-bench `-o json`, `-o jsonl` or `-o csv`, MNN llm_bench's
+    /// markdown table or `-j` JSON, or pocketbench results. Each row becomes
+    /// a point labelled imported (file, row, engine class). Every row is
+    /// read, mapped to a shape and checked against the device before
+    /// anything is written. See the book's "Importing your own numbers".
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "device", conflicts_with = "add")]
+    pub import: Vec<std::path::PathBuf>,
+    /// With --import: read every file as this format instead of recognising
+    /// it (llama-bench-json, llama-bench-jsonl, llama-bench-csv,
+    /// mnn-markdown, mnn-json, pocketbench).
+    #[arg(long, value_name = "FORMAT", requires = "import")]
+    pub format: Option<pocketbench::calibrate::import::Format>,
+    /// With --import: the rows measured this preset (when their output does
+    /// not name a GGUF readable here that says its shape).
+    #[arg(long, value_name = "NAME", requires = "import")]
+    pub preset: Option<String>,
+    /// With --import: the rows measured this shape, KEY=VALUE pairs
+    /// (`hidden=896,layers=28,heads=14,kv-heads=2,head-dim=64,ffn=4864,vocab=151936,quant=q4_0`;
+    /// with --preset, overrides of it).
+    #[arg(long, value_name = "SPEC", requires = "import")]
+    pub shape: Option<pocketbench::arch::ShapeSpec>,
+    /// With --add or --import: hold the added points out of the fit, to check it against them.
+    #[arg(long, requires = "adding")]
     pub holdout: bool,
-    /// With --add: add points measured on another machine (another
-    /// fingerprint) to a local profile.
-    #[arg(long, requires = "add")]
+    /// With --add or --import: add points measured on another machine
+    /// (another fingerprint, another CPU) to a local profile.
+    #[arg(long, requires = "adding")]
     pub force: bool,
     /// Measure this machine and fit its profile in one command: bandwidth,
     /// then a built-in design of shapes and workloads in round-robin
     /// rounds, part of it held out to check the fit. Writes this machine's
     /// own profile (see `devices`).
-    #[arg(long, requires = "device", conflicts_with = "add")]
+    #[arg(long, requires = "device", conflicts_with_all = ["add", "import"])]
     pub measure: bool,
     /// With --measure: the smaller built-in design (the 15 fitted shapes at
     /// two workloads, 3 held out, two rounds; about 2 minutes on 2 cores,
@@ -78,7 +101,7 @@ pub struct CalibrateArgs {
     /// and 15% (peak memory). Jobs the profile was fitted to (the built-in
     /// check has two shapes of them) are reported as the machine's drift
     /// since its calibration instead. Nothing is fitted or written.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, requires = "device", conflicts_with_all = ["add", "dry_run"])]
+    #[arg(long, value_name = "FILE", num_args = 0..=1, requires = "device", conflicts_with_all = ["add", "import", "dry_run"])]
     pub check: Option<Option<std::path::PathBuf>>,
     /// List every finding a warning line counts (each prefill point above the compute fact).
     #[arg(long, short)]
@@ -134,6 +157,9 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
     if !a.add.is_empty() {
         return add(a, devices, id);
     }
+    if !a.import.is_empty() {
+        return import(a, devices, id);
+    }
     fit_and_report(a, &points::targets(devices, a.device.as_deref())?)
 }
 
@@ -148,6 +174,34 @@ fn add(a: &CalibrateArgs, devices: &Devices, id: &str) -> pocketbench::Result<Co
             device: id.to_string(),
             profile: done.device.origin().to_string(),
             what,
+            held_out: a.holdout,
+            dry_run: a.dry_run,
+        });
+    }
+    drop(reporter);
+    fit_and_report(a, &[&done.device])
+}
+
+/// `calibrate --import`: the library reads, maps and checks every row and
+/// fits before anything is written.
+fn import(a: &CalibrateArgs, devices: &Devices, id: &str) -> pocketbench::Result<Code> {
+    use pocketbench::calibrate::import;
+    let model = match (&a.preset, &a.shape) {
+        (None, None) => None,
+        (preset, shape) => {
+            let mut spec = shape.clone().unwrap_or_default();
+            spec.preset = preset.clone().or(spec.preset);
+            Some(spec)
+        }
+    };
+    let o = import::Options { format: a.format, model, holdout: a.holdout, force: a.force, dry_run: a.dry_run };
+    let done = import::import(devices, id, &a.import, &o)?;
+    let mut reporter = a.events.reporter();
+    for p in &done.points {
+        reporter.report(&Event::PointAdded {
+            device: id.to_string(),
+            profile: done.device.origin().to_string(),
+            what: p.describe(),
             held_out: a.holdout,
             dry_run: a.dry_run,
         });

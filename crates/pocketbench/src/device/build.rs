@@ -48,6 +48,15 @@ pub(super) fn validate(p: &ProfileToml) -> Result<Checked, Problems> {
         }
     }
     budgets(p, &mut problems);
+    if let Some(c) = &p.engine.class {
+        if !ENGINE_CLASSES.contains(&c.as_str()) {
+            problem(
+                &mut problems,
+                "engine.class",
+                format!("unknown engine class `{c}`: expected {}", ENGINE_CLASSES.join(", ")),
+            );
+        }
+    }
     if let Some(t) = &p.thermal {
         if !t.cool_to_c.is_finite() {
             problem(&mut problems, "thermal.cool-to-c", "must be a finite temperature");
@@ -223,8 +232,12 @@ fn point(index: usize, pt: &PointToml, shape: Shape, workload: Workload) -> CalP
         threads: pt.threads,
         bandwidth: pt.bandwidth.map(|b| b.0),
         noise: pt.noise.map(|n| n.0),
+        imported: pt.imported.clone(),
     }
 }
+
+/// The engine classes a profile can describe (see [`crate::probe::EngineKind::class`]).
+pub const ENGINE_CLASSES: &[&str] = &["native", "candle-transformers", "llama.cpp", "mnn"];
 
 /// The device of a checked profile.
 pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device {

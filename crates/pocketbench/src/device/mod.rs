@@ -267,6 +267,8 @@ pub struct CalPoint {
     pub bandwidth: Option<f64>,
     /// Its split-half noise (a fraction).
     pub noise: Option<f64>,
+    /// Where it was imported from (`calibrate --import`).
+    pub imported: Option<ImportedFrom>,
 }
 
 /// A validated device profile.

@@ -272,6 +272,12 @@ pub struct Engine {
     /// device it can reach (default `candle`).
     #[serde(default)]
     pub probe: crate::probe::EngineKind,
+    /// The engine class the profile's figures describe (`native`,
+    /// `llama.cpp`, `mnn`, `candle-transformers`); default: the probe's
+    /// class. A published MNN profile measured through the native probe
+    /// names `mnn` here. `calibrate --import` takes rows of this class only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
     /// How the engine splits decode attention over its threads (default: not
     /// modelled). `kv-heads`: one task per KV head, so with fewer KV heads
     /// than threads, or a count that does not divide evenly, the critical
@@ -286,6 +292,14 @@ pub struct Engine {
     /// reused for every row (the native engine).
     #[serde(default)]
     pub attention_scratch: Option<AttentionScratch>,
+}
+
+impl Engine {
+    /// The engine class its figures describe: [`Engine::class`], else the
+    /// probe's.
+    pub fn class(&self) -> &str {
+        self.class.as_deref().unwrap_or(self.probe.class())
+    }
 }
 
 /// See [`Engine::attention_scratch`].
@@ -535,6 +549,28 @@ pub struct PointToml {
     /// (larger / smaller - 1 of its rounds' medians): the noise it saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Fraction>,
+    /// Imported from another tool's output (`calibrate --import`): which
+    /// file, which row, and the engine class the row implies. Absent for a
+    /// point pocketbench measured or a published figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportedFrom>,
+}
+
+/// Where an imported calibration point came from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ImportedFrom {
+    /// The tool and its output format (`llama-bench -o json`).
+    pub format: String,
+    /// The file, as it was given.
+    pub file: String,
+    /// The row: the file's n-th test, from 1.
+    pub row: usize,
+    /// The line the row starts on, where the format has lines to count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// The engine class the row implies (`llama.cpp`, `mnn`).
+    pub engine: String,
 }
 
 #[cfg(test)]

@@ -85,6 +85,21 @@ pub fn ggml_dtype(q: Quant) -> Result<GgmlDType, GgufError> {
     Storage::of(q).map(|s| s.dtype)
 }
 
+/// llama.cpp's name of the storage type `q` is written as (`q4_0`, `q4_k`,
+/// `f16`), lower case, as llama-bench's `model_type` ends.
+pub fn type_name(q: Quant) -> Option<&'static str> {
+    Some(match ggml_dtype(q).ok()? {
+        GgmlDType::Q4_0 => "q4_0",
+        GgmlDType::Q4_1 => "q4_1",
+        GgmlDType::Q8_0 => "q8_0",
+        GgmlDType::Q4K => "q4_k",
+        GgmlDType::Q6K => "q6_k",
+        GgmlDType::F16 => "f16",
+        GgmlDType::F32 => "f32",
+        _ => return None,
+    })
+}
+
 /// ggml's `ggml_type` number of a storage type (`ggml.h`).
 pub(super) fn ggml_type_id(t: GgmlDType) -> u32 {
     match t {

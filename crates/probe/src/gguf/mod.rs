@@ -22,10 +22,10 @@ mod read;
 mod weights;
 mod write;
 
-pub use layout::{ggml_dtype, tensor_bytes, tensor_plan, Storage, TensorPlan};
+pub use layout::{ggml_dtype, tensor_bytes, tensor_plan, type_name, Storage, TensorPlan};
 pub use read::{GgufFile, TensorInfo};
 pub use weights::{f32_values, generate, generate_chunked, quantize_grouped};
-pub use write::{architecture, metadata, write_model, write_model_with_std, Meta};
+pub use write::{architecture, metadata, write_model, write_model_with_std, Meta, SHAPE_KEY};
 
 use std::path::PathBuf;
 

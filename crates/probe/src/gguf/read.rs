@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use candle_core::quantized::{gguf_file, GgmlDType};
 
+use pocketbench_types::arch::{Quant, Shape};
+
 use super::GgufError;
 
 /// One tensor as the file stores it.
@@ -72,6 +74,54 @@ impl GgufFile {
     /// A STRING metadata value.
     pub fn string(&self, key: &str) -> Result<String, GgufError> {
         self.value(key)?.to_string().cloned().map_err(|e| self.error(format!("`{key}`: {e}")))
+    }
+
+    /// The model's shape: the one pocketbench recorded when it exported
+    /// the file (`pocketbench.shape`), else read from llama.cpp's own
+    /// metadata and tensors: the quantization is then the storage type of
+    /// the first layer's FFN (a group-G integer format reads as the ggml
+    /// blocks that store it).
+    pub fn shape(&self) -> Result<Shape, GgufError> {
+        if let Ok(text) = self.string(super::write::SHAPE_KEY) {
+            return Shape::from_canonical(&text)
+                .ok_or_else(|| self.error(format!("`{}` = {text:?} is not a shape", super::write::SHAPE_KEY)));
+        }
+        let arch = self.string("general.architecture")?;
+        let qk_norm = match arch.as_str() {
+            "qwen3" => true,
+            "llama" | "qwen2" => false,
+            other => {
+                return Err(self.error(format!("architecture `{other}`: only qwen3, qwen2 and llama map to a shape")))
+            }
+        };
+        let u = |key: &str| self.u32(&format!("{arch}.{key}"));
+        let (hidden, heads) = (u("embedding_length")?, u("attention.head_count")?);
+        let head_dim = u("attention.key_length").unwrap_or(hidden / heads.max(1));
+        let embed = self.tensor("token_embd.weight")?;
+        let ffn = self.tensor("blk.0.ffn_up.weight")?;
+        let quant = match ffn.dtype {
+            GgmlDType::Q4_0 => Quant::Q4_0,
+            GgmlDType::Q4_1 => Quant::Q4_1,
+            GgmlDType::Q8_0 => Quant::Q8_0,
+            GgmlDType::Q4K => Quant::Q4K,
+            GgmlDType::Q6K => Quant::Q6K,
+            GgmlDType::F16 => Quant::F16,
+            GgmlDType::F32 => Quant::F32,
+            other => return Err(self.error(format!("weights stored as {other:?}, a type pocketbench does not model"))),
+        };
+        Ok(Shape {
+            hidden,
+            layers: u("block_count")?,
+            heads,
+            kv_heads: u("attention.head_count_kv")?,
+            head_dim,
+            ffn: u("feed_forward_length")?,
+            vocab: embed.dims.first().copied().unwrap_or(0) as u32,
+            tied: !self.contains("output.weight"),
+            qk_norm,
+            quant,
+            context: u("context_length")?,
+        })
     }
 
     /// Whether the file has tensor `name`.

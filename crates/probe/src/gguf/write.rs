@@ -54,6 +54,9 @@ pub fn architecture(s: &Shape) -> &'static str {
     }
 }
 
+/// The metadata key holding the exported shape's [`Shape::canonical`] name.
+pub const SHAPE_KEY: &str = "pocketbench.shape";
+
 /// llama.cpp-compatible `qwen3` or `llama` metadata with a minimal tokenizer.
 pub fn metadata(s: &Shape, name: &str) -> Vec<(String, Meta)> {
     use Meta::*;
@@ -80,6 +83,9 @@ pub fn metadata(s: &Shape, name: &str) -> Vec<(String, Meta)> {
         // candle's quantized models compute RoPE tables in this dtype (0 = f32); f16 tables
         // would round positions past 2048. llama.cpp ignores the key.
         kv("general.dtype", U32(0)),
+        // The whole shape, quantization group included, for tools that map
+        // a result on this file back to it (`calibrate --import`).
+        kv(SHAPE_KEY, Str(s.canonical())),
         kv(&a("context_length"), U32(s.context)),
         kv(&a("embedding_length"), U32(s.hidden)),
         kv(&a("block_count"), U32(s.layers)),

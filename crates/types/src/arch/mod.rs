@@ -153,6 +153,40 @@ impl Shape {
     }
 }
 
+impl Shape {
+    /// The shape [`Shape::canonical`] wrote, or `None` when `text` is not
+    /// one (a GGUF that pocketbench exported records it as
+    /// `pocketbench.shape`).
+    pub fn from_canonical(text: &str) -> Option<Shape> {
+        let parts: Vec<&str> = text.trim().split('-').collect();
+        let [d, l, h, k, hd, f, v, tied, qkn, quant, ctx] = parts.as_slice() else {
+            return None;
+        };
+        let num = |s: &str, prefix: &str| s.strip_prefix(prefix)?.parse::<u32>().ok();
+        Some(Shape {
+            hidden: num(d, "d")?,
+            layers: num(l, "L")?,
+            heads: num(h, "h")?,
+            kv_heads: num(k, "k")?,
+            head_dim: num(hd, "hd")?,
+            ffn: num(f, "f")?,
+            vocab: num(v, "v")?,
+            tied: match *tied {
+                "tied" => true,
+                "untied" => false,
+                _ => return None,
+            },
+            qk_norm: match *qkn {
+                "qkn" => true,
+                "noqkn" => false,
+                _ => return None,
+            },
+            quant: quant.parse().ok()?,
+            context: num(ctx, "ctx")?,
+        })
+    }
+}
+
 impl fmt::Display for Shape {
     /// A short human name: `L28-d896-h14/2-f2560-v65536-q4_0`.
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -214,6 +248,44 @@ pub enum SpecError {
     /// The resolved shape is impossible.
     #[error(transparent)]
     Shape(#[from] ShapeError),
+}
+
+impl std::str::FromStr for ShapeSpec {
+    type Err = String;
+
+    /// `KEY=VALUE` pairs separated by commas, the keys of a profile's
+    /// `model = {...}` (`preset`, `hidden`, `layers`, `heads`, `kv-heads`,
+    /// `head-dim`, `ffn`, `vocab`, `tied`, `qk-norm`, `quant`, `context`):
+    /// `preset=qwen3-0.6b,layers=20` or `hidden=256,layers=4,ffn=768,vocab=2048,quant=q8_0`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let mut spec = ShapeSpec::default();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').ok_or_else(|| format!("`{pair}` is not KEY=VALUE"))?;
+            let (key, value) = (key.trim(), value.trim());
+            let num = || value.parse::<u32>().map(Some).map_err(|_| format!("{key}: `{value}` is not a whole number"));
+            let flag = || value.parse::<bool>().map(Some).map_err(|_| format!("{key}: `{value}` is not true or false"));
+            match key {
+                "preset" => spec.preset = Some(value.to_string()),
+                "hidden" => spec.hidden = num()?,
+                "layers" => spec.layers = num()?,
+                "heads" => spec.heads = num()?,
+                "kv-heads" => spec.kv_heads = num()?,
+                "head-dim" => spec.head_dim = num()?,
+                "ffn" => spec.ffn = num()?,
+                "vocab" => spec.vocab = num()?,
+                "context" => spec.context = num()?,
+                "tied" => spec.tied = flag()?,
+                "qk-norm" => spec.qk_norm = flag()?,
+                "quant" => spec.quant = Some(value.parse().map_err(|e: QuantError| e.to_string())?),
+                other => {
+                    return Err(format!(
+                        "unknown key `{other}`: expected preset, hidden, layers, heads, kv-heads, head-dim, ffn, vocab, tied, qk-norm, quant or context"
+                    ))
+                }
+            }
+        }
+        Ok(spec)
+    }
 }
 
 impl ShapeSpec {
@@ -278,6 +350,31 @@ impl ShapeSpec {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_canonical_name_reads_back() {
+        for p in super::PRESETS {
+            let mut s = p.shape;
+            for quant in ["q4_0", "int4 group=64 zero", "f16"] {
+                s.quant = quant.parse().unwrap();
+                s.tied = !s.tied;
+                assert_eq!(super::Shape::from_canonical(&s.canonical()), Some(s), "{}", s.canonical());
+            }
+        }
+        let spec: super::ShapeSpec = "preset=qwen3-0.6b, layers=20,quant=q8_0,tied=false".parse().unwrap();
+        assert_eq!((spec.layers, spec.tied, spec.preset.as_deref()), (Some(20), Some(false), Some("qwen3-0.6b")));
+        for (bad, says) in
+            [("layers", "not KEY=VALUE"), ("layers=x", "not a whole number"), ("depth=3", "unknown key `depth`")]
+        {
+            let e = bad.parse::<super::ShapeSpec>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        for bad in
+            ["", "d1-L2", "d1-L2-h2-k1-hd2-f4-v8-tied-qkn-q9_9-ctx16", "x1-L2-h2-k1-hd2-f4-v8-tied-qkn-q4_0-ctx16"]
+        {
+            assert_eq!(super::Shape::from_canonical(bad), None, "{bad}");
+        }
+    }
+
     use super::*;
 
     fn pocket() -> Shape {
