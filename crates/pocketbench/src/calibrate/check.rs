@@ -18,7 +18,7 @@ pub fn check(device: &Device, points: &[crate::device::PointToml]) -> Result<Che
     let origin = device.origin().to_string();
     let text = crate::device::home::text_of(device.origin()).map_err(|e| crate::Error::io(Path::new(&origin), e))?;
     let text = with_points(&text, points)?;
-    let with = crate::device::parse(device.origin().clone(), &text)?;
+    let with = device.reparse(device.origin().clone(), &text)?;
     let first = device.profile().calibration.len();
     let (drifts, checked) = split(device, &with, first);
     let residuals = residuals(&with, device.model())

@@ -283,7 +283,7 @@ pub fn calibrate_host(
     // This machine's own profile (made from the loaded one when it has none).
     let target = devices.writable(device)?;
     let mut doc = fresh_profile(&target.text, &target.path, device, o.threads)?;
-    let base = crate::device::parse(Origin::File(target.path.clone()), &doc.to_string())?;
+    let base = device.reparse(Origin::File(target.path.clone()), &doc.to_string())?;
     // Every job is checked before anything is measured.
     for p in &design.points {
         for w in &p.workloads {
@@ -308,7 +308,7 @@ pub fn calibrate_host(
         buffer_mib,
     });
     set_bandwidth(&mut doc, &here, &bw, buffer_mib, passes);
-    let base = crate::device::parse(Origin::File(target.path.clone()), &doc.to_string())?;
+    let base = device.reparse(Origin::File(target.path.clone()), &doc.to_string())?;
 
     let cache = cache_file(&here, id, o.fresh)?;
     let measured = measure_design(&base, design, &settings, &cache, reporter)?;

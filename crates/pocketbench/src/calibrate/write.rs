@@ -66,7 +66,7 @@ pub fn fitted_text(text: &str, device: &Device, cal: &Calibration) -> Result<Str
             doc["facts"]["compute"]["source"] = toml_edit::value(c.source.clone());
             // The digest covers the facts: the fitted profile's, not the
             // one it was made from.
-            crate::device::parse(device.origin().clone(), &doc.to_string())?.digest().to_string()
+            device.reparse(device.origin().clone(), &doc.to_string())?.digest().to_string()
         }
     };
     doc["model"]["fitted-digest"] = toml_edit::value(digest);

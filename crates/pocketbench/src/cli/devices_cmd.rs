@@ -1,6 +1,6 @@
 //! `pocketbench devices`.
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use pocketbench::device::{Devices, Transport};
 use pocketbench::runner::attached::{Asked, Attached};
 use pocketbench::units::{Bandwidth, Energy};
@@ -10,7 +10,11 @@ use super::Code;
 
 /// Arguments of `devices`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DevicesArgs {
+    /// Without one: list every profile.
+    #[command(subcommand)]
+    pub action: Option<Action>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -18,6 +22,19 @@ pub struct DevicesArgs {
     /// (asking starts adb's server when none runs, as `adb devices` does).
     #[arg(long)]
     pub offline: bool,
+}
+
+/// What `devices` does besides listing.
+#[derive(Debug, Subcommand)]
+pub enum Action {
+    /// One profile whole: every fact and parameter with its source, and
+    /// what it inherits from the profile it is `based-on`.
+    Show(super::devices_show::ShowArgs),
+    /// Write a profile of your own device from a few facts (chip, memory,
+    /// bandwidth, battery, engine class), based on the built-in profile of
+    /// its engine class, whose engine, budgets and model parameters are its
+    /// priors.
+    Add(Box<super::devices_add::AddArgs>),
 }
 
 #[derive(Serialize)]

@@ -20,7 +20,9 @@ mod arch_cmd;
 mod bench_cmd;
 mod calibrate_cmd;
 mod calibrate_print;
+mod devices_add;
 mod devices_cmd;
+mod devices_show;
 pub mod exit;
 mod gate_cmd;
 mod gate_measure;
@@ -204,7 +206,13 @@ pub fn run(cli: Cli) -> pocketbench::Result<Code> {
         Command::Report(a) => sweep_cmd::report(&a),
         Command::Merge(a) => sweep_cmd::merge(&a),
         Command::Calibrate(a) => calibrate_cmd::run(&a, &devices(&cli.devices_dir)?),
-        Command::Devices(a) => devices_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Devices(a) => match &a.action {
+            Some(devices_cmd::Action::Show(s)) => devices_show::run(s, &devices(&cli.devices_dir)?),
+            Some(devices_cmd::Action::Add(s)) => {
+                devices_add::run(s, &devices(&cli.devices_dir)?, cli.devices_dir.as_deref())
+            }
+            None => devices_cmd::run(&a, &devices(&cli.devices_dir)?),
+        },
         Command::Presets => arch_cmd::presets(),
         Command::Run(a) => run_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Probe(a) => probe_cmd::run(&a),

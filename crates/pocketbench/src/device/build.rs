@@ -280,7 +280,7 @@ pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device 
         (Some(_), false) => CalibrationState::Stale,
     };
     let (reference_workload, points) = (c.reference_workload, c.points);
-    Device { profile, origin, model, budgets, reference_workload, points, digest, state }
+    Device { profile, origin, model, budgets, reference_workload, points, digest, state, based_on: None }
 }
 
 fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {

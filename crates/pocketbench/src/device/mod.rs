@@ -4,11 +4,14 @@
 //! Profiles live in `devices/*.toml`; the shipped ones are also compiled into
 //! the binary so that `pocketbench` works from any directory.
 
+pub mod add;
+pub mod based_on;
 mod build;
 pub mod home;
 mod profile;
 mod registry;
 
+pub use based_on::BasedOn;
 pub use profile::*;
 pub use registry::{Devices, Origin, Writable, BUILT_IN};
 
@@ -282,6 +285,7 @@ pub struct Device {
     points: Vec<CalPoint>,
     digest: String,
     state: CalibrationState,
+    based_on: Option<Box<BasedOn>>,
 }
 
 /// Why a profile is invalid (beyond TOML syntax and types): every problem
@@ -376,6 +380,18 @@ impl Device {
     pub(crate) fn changed(mut self, f: impl FnOnce(&mut ProfileToml, &mut DeviceModel, &mut Vec<CalPoint>)) -> Device {
         f(&mut self.profile, &mut self.model, &mut self.points);
         self
+    }
+
+    /// The profile it is based on, and what it took from it.
+    pub fn based_on(&self) -> Option<&BasedOn> {
+        self.based_on.as_deref()
+    }
+
+    /// `text` read as this device's profile now reads (over the same
+    /// parent, for a profile based on another): a profile about to be
+    /// written, or changed in memory.
+    pub fn reparse(&self, origin: Origin, text: &str) -> Result<Device, crate::Error> {
+        based_on::reparse(self, origin, text)
     }
 
     /// The id used on the command line.
@@ -478,12 +494,16 @@ impl Device {
 /// Parse and validate one profile file.
 pub fn load_file(path: &Path) -> Result<Device, crate::Error> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::new(path, None, format!("cannot read: {e}")))?;
-    let profile: ProfileToml = crate::config::parse(path, &text)?;
-    Ok(Device::from_profile(profile, Origin::File(path.to_path_buf())).map_err(|e| e.located(&text))?)
+    parse(Origin::File(path.to_path_buf()), &text)
 }
 
-/// Parse and validate profile text.
+/// Parse and validate profile text. A profile based on another is read by
+/// [`Devices`], which has its parent.
 pub fn parse(origin: Origin, text: &str) -> Result<Device, crate::Error> {
+    if let Some(parent) = based_on::parent_of(text) {
+        let known: Vec<String> = Vec::new();
+        return Err(based_on::unresolved(Path::new(&origin.to_string()), text, &parent, None, &known));
+    }
     let profile: ProfileToml = crate::config::parse(Path::new(&origin.to_string()), text)
         .map_err(|e: ConfigError| crate::Error::Config(Box::new(e)))?;
     Ok(Device::from_profile(profile, origin).map_err(|e| e.located(text))?)

@@ -71,20 +71,39 @@ pub struct Writable {
 impl Devices {
     /// Load every `*.toml` in `dir`, in order of device id. Every profile is
     /// validated, and every error of every file is returned, not the first.
+    /// A profile `based-on` another takes its parent from the same folder,
+    /// else from the built-in profiles.
     pub fn from_dir(dir: &Path) -> Result<Self, Error> {
+        Self::from_dir_over(dir, &[])
+    }
+
+    /// [`Devices::from_dir`], with `outside` (the profiles this folder
+    /// overlays) also parents a profile of it can be based on.
+    fn from_dir_over(dir: &Path, outside: &[Device]) -> Result<Self, Error> {
         let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
         let mut paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
             .collect();
         paths.sort();
-        let (mut list, mut errors) = (Vec::new(), Vec::new());
+        let (mut list, mut errors, mut children) = (Vec::new(), Vec::new(), Vec::new());
         for p in &paths {
-            match super::load_file(p) {
-                Ok(d) => list.push(d),
-                Err(e) => errors.push(e),
+            let text = match std::fs::read_to_string(p) {
+                Ok(t) => t,
+                Err(e) => {
+                    errors.push(crate::config::ConfigError::new(p, None, format!("cannot read: {e}")).into());
+                    continue;
+                }
+            };
+            match super::based_on::parent_of(&text) {
+                Some(parent) => children.push(Child { path: p.clone(), text, parent }),
+                None => match super::parse(Origin::File(p.clone()), &text) {
+                    Ok(d) => list.push(d),
+                    Err(e) => errors.push(e),
+                },
             }
         }
+        resolve(children, &mut list, &mut errors, outside);
         match errors.len() {
             0 => {}
             1 => return Err(errors.remove(0)),
@@ -154,7 +173,7 @@ impl Devices {
         if !dir.is_dir() {
             return Ok(());
         }
-        for d in Self::from_dir(dir)?.list {
+        for d in Self::from_dir_over(dir, &self.list)?.list {
             match self.list.iter_mut().find(|o| o.id() == d.id()) {
                 Some(slot) => *slot = d,
                 None => self.list.push(d),
@@ -187,7 +206,18 @@ impl Devices {
     /// validated and assessed against this machine (a profile about to be
     /// written, or just changed in memory).
     pub fn reread(&self, path: &Path, text: &str) -> Result<Device, Error> {
-        let mut d = super::parse(Origin::File(path.to_path_buf()), text)?;
+        let origin = Origin::File(path.to_path_buf());
+        let mut d = match super::based_on::parent_of(text) {
+            Some(parent) => {
+                let built_in = Self::built_in_list();
+                let found = self.list.iter().chain(&built_in).find(|d| d.id() == parent);
+                match found {
+                    Some(p) => super::based_on::parse(origin, text, p)?,
+                    None => return Err(super::based_on::unresolved(path, text, &parent, None, &self.ids())),
+                }
+            }
+            None => super::parse(origin, text)?,
+        };
         if let Some(here) = &self.here {
             d.assess_on(here);
         }
@@ -215,10 +245,26 @@ impl Devices {
                 return own(p);
             }
         }
-        let base = super::home::text_of(&d.origin).map_err(|e| Error::io(Path::new(&d.origin.to_string()), e))?;
+        let base = match d.based_on() {
+            // This machine's copy stands on its own: the profile as it reads.
+            Some(b) => toml::to_string(d.profile())
+                .map(|t| format!("# `{}` as it read over `{}` ({}).\n{t}", d.id(), b.parent, b.parent_origin))
+                .map_err(|e| Error::ProfileWrite { path: d.origin.to_string(), message: e.to_string() })?,
+            None => super::home::text_of(&d.origin).map_err(|e| Error::io(Path::new(&d.origin.to_string()), e))?,
+        };
         let text = super::home::fork(d, &base, here)
             .map_err(|e| Error::ProfileWrite { path: d.origin.to_string(), message: e.to_string() })?;
         Ok(Writable { path: home.join(format!("{}.toml", d.id())), text, new: true })
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.list.iter().map(|d| d.id().to_string()).collect()
+    }
+
+    /// The built-in profiles (none if one of them did not load, which
+    /// [`Devices::built_in`] reports).
+    fn built_in_list() -> Vec<Device> {
+        Self::built_in().map(|d| d.list).unwrap_or_default()
     }
 
     /// All profiles.
@@ -234,8 +280,71 @@ impl Devices {
         })
     }
 
+    /// One profile by id, else the built-in one of that id (the parent of a
+    /// profile written for a folder of others).
+    pub fn get_or_built_in(&self, id: &str) -> Result<Device, Error> {
+        match self.get(id) {
+            Ok(d) => Ok(d.clone()),
+            Err(e) => Self::built_in_list().into_iter().find(|d| d.id() == id).ok_or(e),
+        }
+    }
+
     /// Several by id, in the order given.
     pub fn select(&self, ids: &[String]) -> Result<Vec<&Device>, Error> {
         ids.iter().map(|id| self.get(id)).collect()
+    }
+}
+
+/// A profile based on another, waiting for its parent.
+struct Child {
+    path: PathBuf,
+    text: String,
+    parent: String,
+}
+
+/// Read every profile based on another once its parent is read: a parent
+/// of the same folder first, then of `outside`, then built in. What is left
+/// names a parent that is not there, or is part of a loop.
+fn resolve(mut pending: Vec<Child>, list: &mut Vec<Device>, errors: &mut Vec<Error>, outside: &[Device]) {
+    let built_in = if pending.is_empty() { Vec::new() } else { Devices::built_in_list() };
+    loop {
+        let before = pending.len();
+        let mut waiting = Vec::new();
+        for c in pending {
+            let parent = list.iter().chain(outside).chain(&built_in).find(|d| d.id() == c.parent).cloned();
+            match parent {
+                Some(p) => match super::based_on::parse(Origin::File(c.path.clone()), &c.text, &p) {
+                    Ok(d) => list.push(d),
+                    Err(e) => errors.push(e),
+                },
+                None => waiting.push(c),
+            }
+        }
+        pending = waiting;
+        if pending.is_empty() || pending.len() == before {
+            break;
+        }
+    }
+    let mut known: Vec<String> = list.iter().chain(outside).chain(&built_in).map(|d| d.id().to_string()).collect();
+    known.sort();
+    known.dedup();
+    let ids: Vec<(String, String)> =
+        pending.iter().map(|c| (super::based_on::id_of(&c.text).unwrap_or_default(), c.parent.clone())).collect();
+    for c in &pending {
+        // Follow the parents through the waiting profiles: back to one seen is a loop.
+        let mut chain = vec![super::based_on::id_of(&c.text).unwrap_or_default()];
+        let mut next = c.parent.clone();
+        let looped = loop {
+            if chain.contains(&next) {
+                chain.push(next);
+                break true;
+            }
+            chain.push(next.clone());
+            match ids.iter().find(|(id, _)| *id == next) {
+                Some((_, parent)) => next = parent.clone(),
+                None => break false,
+            }
+        };
+        errors.push(super::based_on::unresolved(&c.path, &c.text, &c.parent, looped.then_some(chain), &known));
     }
 }

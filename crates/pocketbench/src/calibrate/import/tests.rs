@@ -287,3 +287,30 @@ fn an_mnn_table_imports_into_an_mnn_profile_with_its_shape_given() {
     assert!(text.contains("format = \"MNN llm_bench table\"") && text.contains("engine = \"mnn\""));
     assert_eq!(done.points[4].point.machine, None, "a phone has no machine fingerprint");
 }
+
+#[test]
+fn rows_import_into_a_profile_based_on_another_and_fit_it() {
+    let s = Scratch::new();
+    let child = "based-on = \"host\"\n\n[device]\nid = \"my-llama\"\nname = \"this host through llama-bench\"\n\n\
+        [engine]\nname = \"llama.cpp (llama-bench)\"\nprobe = \"llama-bench\"\n\n\
+        [model]\nfit = [\"bandwidth-efficiency\", \"layer-cost\", \"compute-efficiency\"]\n";
+    std::fs::write(s.dir.path().join("devices/my-llama.toml"), child).unwrap();
+    let devices = s.devices(XEON);
+    assert_eq!(devices.get("my-llama").unwrap().state(), &crate::device::CalibrationState::Priors);
+    let files = [s.file("llama-bench-small.json"), s.file("llama-bench-small.csv")];
+    import(&devices, "my-llama", &files, &Options::default()).unwrap();
+    // `calibrate` after the import writes the fit into the profile's own file.
+    let again = s.devices(XEON);
+    let d = again.get("my-llama").unwrap();
+    let fit = crate::calibrate::points::fit_devices(&[d], false).unwrap();
+    assert!(fit[0].written);
+    let text = s.profile("my-llama");
+    assert!(text.starts_with(child), "the profile keeps what it said");
+    assert!(text.contains("bandwidth-efficiency = {") && text.contains("fitted-digest"), "{text}");
+    let d = s.devices(XEON).get("my-llama").unwrap().clone();
+    assert_eq!(d.state(), &crate::device::CalibrationState::Calibrated { points: 4 });
+    assert_eq!(d.based_on().unwrap().parent, "host");
+    // Its engine build is the device's own (llama-bench's), so this machine's
+    // calibration is current.
+    assert!(d.calibration_warning().is_none(), "{:?}", d.calibration_warning());
+}
