@@ -34,6 +34,7 @@ pub mod outcome;
 pub mod pareto;
 pub mod pipeline;
 pub mod predict;
+pub mod protocol;
 pub mod provenance;
 pub mod record;
 pub mod report;

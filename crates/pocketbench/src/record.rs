@@ -156,6 +156,11 @@ pub struct Measurement {
     /// fingerprint (absent where the engine hands no tokens back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Output>,
+    /// How it was measured, as the gate compares it
+    /// ([`crate::protocol::Protocol::of`]; absent in records of older
+    /// versions, which the gate reads from the probe's result instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<crate::protocol::Protocol>,
     /// Some summarized repetitions ran on a busy machine (no retake was
     /// left for them): see `probe.sampling` for the counts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -389,10 +394,15 @@ pub fn measured(
         drifted: probe.sampling.as_ref().is_some_and(|s| s.drifted > 0),
         itl: Latency::of(crate::trust::kept(&probe)),
         output: Output::of(&probe.reps),
+        protocol: None,
         contended: crate::trust::contended(&probe),
         predicted: pred,
         probe,
     }));
+    let protocol = crate::protocol::Protocol::of(&rec);
+    if let Some(m) = rec.measurement.as_mut() {
+        m.protocol = protocol;
+    }
     Ok(rec)
 }
 

@@ -102,10 +102,55 @@ fn stores() -> &'static Stores {
     })
 }
 
+/// The two stores differ in threads by design (see [`Stores`]), so the
+/// gate is told to compare them anyway; [`a_protocol_mismatch_is_refused_unless_allowed`]
+/// checks that it refuses without being told.
 fn gate(s: &Stores, baseline: &Path, candidate: &Path) -> Command {
     let mut c = pb(&s.dir);
-    c.arg("gate").arg("--baseline").arg(baseline).arg("--candidate").arg(candidate);
+    c.arg("gate").arg("--baseline").arg(baseline).arg("--candidate").arg(candidate).arg("--allow-protocol-mismatch");
     c
+}
+
+#[test]
+fn a_protocol_mismatch_is_refused_unless_allowed() {
+    let s = stores();
+    pb(&s.dir)
+        .arg("gate")
+        .arg("--baseline")
+        .arg(&s.baseline)
+        .arg("--candidate")
+        .arg(&s.candidate)
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("measured under different protocols (threads 2 vs 1")
+                .and(predicate::str::contains("--allow-protocol-mismatch")),
+        );
+    let json = s.dir.join("mismatch.json");
+    gate(s, &s.baseline, &s.candidate)
+        .args(["--json"])
+        .arg(&json)
+        .assert()
+        .stdout(predicate::str::contains("protocol  measured differently (--allow-protocol-mismatch): threads 2 vs 1"));
+    let v = verdict(&json);
+    assert_eq!(v["protocol_differences"][0]["field"], "threads", "{v}");
+    assert_eq!(
+        (v["protocol_differences"][0]["baseline"].as_str(), v["protocol_differences"][0]["candidate"].as_str()),
+        (Some("2"), Some("1"))
+    );
+    // The same store: nothing to refuse, nothing listed.
+    let same = s.dir.join("same-protocol.json");
+    pb(&s.dir)
+        .arg("gate")
+        .arg("--baseline")
+        .arg(&s.baseline)
+        .arg("--candidate")
+        .arg(&s.baseline)
+        .arg("--json")
+        .arg(&same)
+        .assert()
+        .code(0);
+    assert!(verdict(&same).get("protocol_differences").is_none());
 }
 
 fn verdict(path: &Path) -> serde_json::Value {
@@ -370,7 +415,17 @@ fn gate_measure_alternates_the_sides_saves_them_and_gates() {
     pb(d.path())
         .args(["gate", "--measure", "--hidden", "256", "--layers", "4", "--head-dim", "64", "--kv-heads", "2"])
         .args(["--ffn", "768", "--vocab", "2048", "--context", "256", "--prompt", "64", "--gen", "32", "--reps", "6"])
-        .args(["--baseline-threads", "2", "--candidate-threads", "1", "--min-samples", "6", "--out"])
+        // Threads (and so the protocol) differ on purpose.
+        .args([
+            "--baseline-threads",
+            "2",
+            "--candidate-threads",
+            "1",
+            "--min-samples",
+            "6",
+            "--allow-protocol-mismatch",
+        ])
+        .arg("--out")
         .arg(&out)
         .arg("--candidate-probe")
         .arg(&slowed)
@@ -398,6 +453,7 @@ fn gate_measure_alternates_the_sides_saves_them_and_gates() {
         .arg(out.join("baseline.jsonl"))
         .arg("--candidate")
         .arg(out.join("candidate.jsonl"))
+        .arg("--allow-protocol-mismatch")
         .assert()
         .code(1);
 }

@@ -105,6 +105,14 @@ fn every_step_is_timed_and_repetitions_agree_on_their_tokens() {
         assert!(r["window"]["seconds"].as_f64().unwrap() > 0.0);
     }
     assert_eq!(m["output"]["agree"], true);
+    // The first repetition keeps its tokens (the prefill's and 24 decoded),
+    // the others only their hash.
+    let reps = m["probe"]["reps"].as_array().unwrap();
+    assert_eq!(reps[0]["tokens"].as_array().map(Vec::len), Some(25));
+    assert!(reps[1..].iter().all(|r| r.get("tokens").is_none()));
+    // And the record says how it was measured.
+    assert_eq!(m["protocol"]["workload"], "16+24");
+    assert_eq!(m["protocol"]["reps"], "fixed");
     let itl = &m["itl"];
     let (p50, p90, p99, max) = (
         itl["p50_ms"].as_f64().unwrap(),

@@ -123,6 +123,11 @@ pub struct Rep {
     /// where the engine does not hand tokens back (llama-bench).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_hash: Option<String>,
+    /// Every generated token id, the prefill's first included: the first
+    /// repetition's only (the others' hashes say whether they agree), the
+    /// output another engine's is held against (its common prefix).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tokens: Vec<u32>,
     /// Microseconds of each decode step: the inter-token latencies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub itl_us: Vec<u32>,

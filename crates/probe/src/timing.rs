@@ -269,6 +269,8 @@ pub(crate) fn measure(
         if !retaken {
             kept.push(decode_tok_s);
         }
+        let tokens_hash = Some(trace.hash());
+        let tokens = if reps.is_empty() { trace.tokens } else { Vec::new() };
         reps.push(Rep {
             load_s: Some(first_load_s),
             prefill_s,
@@ -278,7 +280,8 @@ pub(crate) fn measure(
             decode_tok_s,
             energy: reading,
             thermal: heat,
-            tokens_hash: Some(trace.hash()),
+            tokens_hash,
+            tokens,
             itl_us: trace.steps_us,
             window: Some(window),
             drift,

@@ -74,6 +74,12 @@ pub struct GateArgs {
     /// Fail (exit 1) on inconclusive or invalid comparisons too.
     #[arg(long)]
     pub strict: bool,
+    /// Compare sides measured under different protocols (workload,
+    /// threads, engine, quantization, warm-up, repetition policy, machine;
+    /// not the engine's build), naming every difference. Without it such a
+    /// gate is refused (exit 2).
+    #[arg(long)]
+    pub allow_protocol_mismatch: bool,
     /// The metrics to gate (repeatable): decode_tok_s, prefill_tok_s, peak_mem_increase_mb,
     /// energy_j_per_run, p99_itl_ms, decode_efficiency (decode's share of the same-moment bandwidth),
     /// decode_at_bandwidth (decode with the machine's bandwidth moves taken out) [default: the first
@@ -171,6 +177,14 @@ pub fn run(a: &GateArgs, devices_dir: &Option<PathBuf>) -> pocketbench::Result<C
             pocketbench::report::source::load(c).context("reading the candidate")?,
         )
     };
+    let differences = pocketbench::protocol::between(&baseline.records, &candidate.records);
+    if !differences.is_empty() && !a.allow_protocol_mismatch {
+        let listed: Vec<String> = differences.iter().map(ToString::to_string).collect();
+        return Err(pocketbench::Error::usage(format!(
+            "the baseline and the candidate were measured under different protocols ({}): their speeds do not compare like with like; measure both the same way, or pass --allow-protocol-mismatch to compare them anyway",
+            listed.join("; ")
+        )));
+    }
     let metrics = if a.metric.is_empty() { gate::Metric::ALL.to_vec() } else { a.metric.clone() };
     let v = gate::evaluate_metrics(&baseline, &candidate, &s, &metrics);
     if let Some(p) = &a.json {
@@ -215,6 +229,9 @@ fn append_summary(p: &Path, v: &gate::Verdict) -> pocketbench::Result<()> {
 }
 
 fn print(v: &gate::Verdict) -> pocketbench::Result<()> {
+    for d in &v.protocol_differences {
+        outln!("{:>12}  measured differently (--allow-protocol-mismatch): {d}", "protocol");
+    }
     let shown = |c: &&gate::Comparison| c.fails() || !matches!(c.status, Status::Pass | Status::NotMeasured);
     for c in v.comparisons.iter().filter(shown) {
         let tag = if c.fails() {

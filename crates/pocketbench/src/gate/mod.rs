@@ -414,6 +414,7 @@ pub fn evaluate_metrics(baseline: &Loaded, candidate: &Loaded, settings: &Settin
         comparisons,
         only_in_baseline,
         only_in_candidate,
+        protocol_differences: crate::protocol::between(&baseline.records, &candidate.records),
     }
 }
 

@@ -267,4 +267,8 @@ pub struct Verdict {
     pub only_in_baseline: Vec<Unmatched>,
     /// Measured on the candidate side only.
     pub only_in_candidate: Vec<Unmatched>,
+    /// Where the two sides' protocols differ (compared only with
+    /// `--allow-protocol-mismatch`; the engine's build is not a difference).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol_differences: Vec<crate::protocol::Difference>,
 }

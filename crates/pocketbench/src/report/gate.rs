@@ -52,6 +52,7 @@ pub fn junit(v: &Verdict) -> String {
         ("effect-rule", s.effect_rule.name().to_string()),
         ("only-in-baseline", v.only_in_baseline.len().to_string()),
         ("only-in-candidate", v.only_in_candidate.len().to_string()),
+        ("protocol-differences", v.protocol_differences.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")),
     ] {
         let _ = writeln!(o, "      <property name=\"{k}\" value=\"{}\"/>", xml(&val));
     }
@@ -160,6 +161,14 @@ fn summary_head(v: &Verdict) -> String {
         s.confidence * 100.0,
         s.effect_rule.name()
     );
+    if !v.protocol_differences.is_empty() {
+        let listed: Vec<String> = v.protocol_differences.iter().map(|d| md(&d.to_string())).collect();
+        let _ = writeln!(
+            head,
+            "**Measured under different protocols** (compared with `--allow-protocol-mismatch`): {}.\n",
+            listed.join("; ")
+        );
+    }
     head.push_str("| status | count |\n|---|---:|\n");
     for (k, n) in &v.counts.by_status {
         let _ = writeln!(head, "| {k} | {n} |");
