@@ -265,7 +265,13 @@ fn records(
                 file: file.display().to_string(),
                 row: at.row,
                 line: at.line,
-                engine: rec.engine.parse::<crate::probe::EngineKind>().map_or(rec.engine.clone(), |e| e.class().into()),
+                // The engine the probe ran (the record's `engine` is a label).
+                engine: rec.measurement.as_ref().map_or(rec.engine.clone(), |m| {
+                    m.probe
+                        .engine
+                        .parse::<crate::probe::EngineKind>()
+                        .map_or(m.probe.engine.clone(), |e| e.class().into())
+                }),
             });
             Ok(ImportedPoint {
                 test: format!("{}+{}", rec.prompt_tokens, rec.gen_tokens),

@@ -47,6 +47,12 @@ impl Scratch {
         to
     }
 
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let to = self.dir.path().join(name);
+        std::fs::write(&to, text).unwrap();
+        to
+    }
+
     fn devices(&self, cpu: &str) -> Devices {
         let here = crate::probe::HostFacts {
             cpu: cpu.into(),
@@ -313,4 +319,27 @@ fn rows_import_into_a_profile_based_on_another_and_fit_it() {
     // Its engine build is the device's own (llama-bench's), so this machine's
     // calibration is current.
     assert!(d.calibration_warning().is_none(), "{:?}", d.calibration_warning());
+}
+
+#[test]
+fn pocketbench_results_import_as_points_of_their_own_device() {
+    let s = Scratch::new();
+    let devices = s.devices(XEON);
+    let rec = crate::testing::measured_record(4, 64, 32, &[100.0, 101.0, 99.0]);
+    let json = serde_json::to_string(&rec).unwrap();
+    assert_eq!(Format::detect(&json), Ok(Format::Pocketbench));
+    let one = s.write("run.json", &json);
+    let lines = s.write("results.jsonl", &format!("{json}\n{json}\n"));
+    // Measured on the machine running the tests, not the one stated here.
+    let e = import(&devices, "host", std::slice::from_ref(&one), &Options::default()).unwrap_err().to_string();
+    assert!(e.contains("measured on another machine") && e.contains("--force"), "{e}");
+    let e = import(&devices, "host-llama", std::slice::from_ref(&one), &Options::default()).unwrap_err().to_string();
+    assert!(e.contains("measured on `host`, not `host-llama`"), "{e}");
+    let forced = Options { force: true, ..Options::default() };
+    let done = import(&devices, "host", &[one, lines], &forced).unwrap();
+    assert_eq!(done.points.len(), 3);
+    assert_eq!((done.points[2].at.row, done.points[2].at.line), (2, Some(2)));
+    let text = s.profile("host");
+    assert_eq!(text.matches("format = \"pocketbench result\"").count(), 3, "{text}");
+    assert!(text.contains("engine = \"native\""), "{text}");
 }
