@@ -131,15 +131,19 @@ fn parse_over(origin: Origin, text: &str, mut base: BasedOn) -> Result<Device, E
         None
     };
     let parent_points = match base.parent_table.get("calibration") {
-        Some(Value::Array(a)) if base.points_left.is_none() => a.clone(),
+        Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
     };
+    let parent_points = if base.points_left.is_none() {
+        parent_points
+    } else {
+        // Its fit stays behind with its points: the values are priors here.
+        if !parent_points.is_empty() {
+            label_priors(&mut merged, &base);
+        }
+        Vec::new()
+    };
     base.points = parent_points.len();
-    if base.points_left.is_some()
-        && !base.parent_table.get("calibration").is_none_or(|c| c.as_array().is_none_or(Vec::is_empty))
-    {
-        label_priors(&mut merged, &base);
-    }
     let all: Vec<Value> = own_points.into_iter().chain(parent_points).collect();
     if !all.is_empty() {
         merged.insert("calibration".into(), Value::Array(all));

@@ -501,8 +501,7 @@ pub fn load_file(path: &Path) -> Result<Device, crate::Error> {
 /// [`Devices`], which has its parent.
 pub fn parse(origin: Origin, text: &str) -> Result<Device, crate::Error> {
     if let Some(parent) = based_on::parent_of(text) {
-        let known: Vec<String> = Vec::new();
-        return Err(based_on::unresolved(Path::new(&origin.to_string()), text, &parent, None, &known));
+        return Err(based_on::unresolved(Path::new(&origin.to_string()), text, &parent, None, &[]));
     }
     let profile: ProfileToml = crate::config::parse(Path::new(&origin.to_string()), text)
         .map_err(|e: ConfigError| crate::Error::Config(Box::new(e)))?;
