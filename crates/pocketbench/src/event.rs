@@ -312,6 +312,23 @@ pub enum Event {
         /// Its workload ("1024+128").
         workload: String,
     },
+    /// `soak` begins: the workload back to back for `seconds`.
+    SoakPlanned {
+        /// Device id.
+        device: String,
+        /// Shape name.
+        config: String,
+        /// Seconds asked.
+        seconds: f64,
+        /// Seconds a window.
+        window_s: f64,
+        /// Windows to run.
+        windows: u32,
+        /// Threads.
+        threads: u32,
+        /// The workload of each cycle ("1024+128").
+        workload: String,
+    },
     /// `bench repeatability` begins.
     ProcessesPlanned {
         /// Device id.

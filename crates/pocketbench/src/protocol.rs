@@ -26,7 +26,8 @@ pub struct Protocol {
     pub quant: String,
     /// Warm-up runs before the measured ones.
     pub warmup: u32,
-    /// `fixed` repetitions, or `auto` to a precision (`auto ±2%`).
+    /// `fixed` repetitions, `auto` to a precision (`auto ±2%`), or a soak
+    /// (`soak 600 s in 10 s windows`).
     pub reps: String,
     /// The fingerprint of the machine it ran on (the phone's, for a phone).
     pub machine: String,
@@ -62,9 +63,11 @@ impl Protocol {
         } else {
             format!("{}+{} (context {})", w.prompt, w.gen, w.context)
         };
-        let reps = match p.sampling.as_ref().and_then(|s| s.precision_target) {
-            Some(t) => format!("auto ±{:.0}%", t * 100.0),
-            None => "fixed".to_string(),
+        let reps = match (&p.soak, p.sampling.as_ref().and_then(|s| s.precision_target)) {
+            // A soak's cycles run hot and back to back: never like a run's.
+            (Some(s), _) => format!("soak {} s in {} s windows", s.spec.seconds, s.spec.window_s),
+            (None, Some(t)) => format!("auto ±{:.0}%", t * 100.0),
+            (None, None) => "fixed".to_string(),
         };
         let mut out = Protocol {
             workload,

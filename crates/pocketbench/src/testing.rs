@@ -42,6 +42,7 @@ pub fn probe_for(rec: &Record, reps: &[f64]) -> ProbeResult {
         sampling: None,
         methods: Default::default(),
         meters: None,
+        soak: None,
     }
 }
 

@@ -419,3 +419,102 @@ fn a_remote_phone_named_by_host_and_port_is_connected_by_the_runner() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["measurement"]["probe"]["device_props"]["android.serial"], d.serial().as_str(), "{r}");
 }
+
+#[path = "common/browser.rs"]
+mod chrome;
+
+/// Write a device file whole (a reader never sees it half-written).
+fn write_whole(d: &Adbd, device_path: &str, contents: &str) {
+    let tmp = format!("{device_path}.tmp");
+    d.write(&tmp, contents);
+    std::fs::rename(d.path(&tmp), d.path(device_path)).unwrap();
+}
+
+#[test]
+fn a_soak_on_the_phone_draws_its_thermal_zones_in_the_throttle_curve() {
+    let Some((d, server, data)) = connected_phone() else { return };
+    let Some(browser) = chrome::browser_or_skip() else { return };
+    // A phone at 36 C that, once the model is on it, warms by half a
+    // degree every 200 ms and clocks down as it does; it is cooled to 90 C
+    // first (no wait, but both cool-downs read its zones). The probe's
+    // threads run on this machine's CPUs: each gets a clock on the phone.
+    let profiles = android_any_as(data.path(), "cool-to-c = 37.0", "cool-to-c = 90.0");
+    let models = d.path("/data/local/tmp/pocketbench/models");
+    let pushed = move || std::fs::read_dir(&models).is_ok_and(|mut m| m.next().is_some());
+    d.write("/sys/class/thermal/thermal_zone0/type", "cpu-1-0-usr\n");
+    d.write("/sys/class/thermal/thermal_zone1/type", "battery\n");
+    write_whole(&d, "/sys/class/thermal/thermal_zone1/temp", "30000\n");
+    let clock = |d: &Adbd, khz: u32| {
+        for c in 0..256 {
+            write_whole(d, &format!("/sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"), &format!("{khz}\n"));
+        }
+    };
+    write_whole(&d, "/sys/class/thermal/thermal_zone0/temp", "36000\n");
+    clock(&d, 3_000_000);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let warming = std::thread::scope(|s| {
+        let stop2 = stop.clone();
+        let phone = &d;
+        let warming = s.spawn(move || {
+            let mut milli = 36_000;
+            let mut steps = 0;
+            while !pushed() && !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                milli += 500;
+                steps += 1;
+                write_whole(phone, "/sys/class/thermal/thermal_zone0/temp", &format!("{milli}\n"));
+                if steps % 5 == 0 {
+                    clock(phone, 3_000_000 - 100_000 * steps.min(20));
+                }
+            }
+            milli
+        });
+        let out = pocketbench(&server, data.path())
+            .arg("--devices-dir")
+            .arg(&profiles)
+            .args(["soak", "--hidden", "128", "--layers", "1", "--head-dim", "32", "--kv-heads", "2", "--ffn", "256"])
+            .args(["--vocab", "512", "--context", "256", "--device", "android-any", "--json"])
+            .args(["--prompt", "16", "--gen", "8", "--threads", "1", "--seconds", "3", "--window", "0.5", "--out"])
+            .arg(data.path().join("soak"))
+            .output()
+            .unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (out, warming.join().unwrap())
+    });
+    let (out, hottest) = warming;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let soak = &r["measurement"]["probe"]["soak"];
+    let windows = soak["windows"].as_array().unwrap();
+    assert!(windows.len() >= 4, "{soak}");
+    assert_eq!(soak["temperature"], "sysfs thermal_zone0 (cpu-1-0-usr)", "{soak}");
+    let temps: Vec<f64> = windows.iter().map(|w| w["celsius"].as_f64().unwrap()).collect();
+    assert!(temps[0] >= 36.0 && temps.last().unwrap() > &temps[0], "{temps:?}");
+    assert!(*temps.last().unwrap() <= hottest as f64 / 1000.0, "{temps:?}");
+    assert!(windows.iter().all(|w| w["sensor"] == "sysfs thermal_zone0 (cpu-1-0-usr)" && w["window"]["mhz"].is_f64()));
+    // The runner read the zones over adb before anything was pushed; the
+    // probe read them on the phone before its first cycle.
+    let thermal = r["methods"]["thermal"].as_str().unwrap();
+    assert!(thermal.contains("36.0 C before the repetition, cooled to at most 90.0 C"), "{thermal}");
+    let cooled = &soak["cooled"];
+    assert_eq!(cooled["source"], "sysfs thermal_zone0 (cpu-1-0-usr)", "{cooled}");
+    assert!(cooled["hot"] == false && cooled["waited_s"].as_f64().unwrap() < 1.0, "{cooled}");
+    assert_eq!(r["measurement"]["output"]["agree"], true, "every cycle generated the same tokens");
+
+    // The page, rendered from soak.json, in Chromium: both curves, the
+    // phone's zone by name in the caption and every window's tooltip.
+    let page = data.path().join("soak/soak.html");
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.path().join("soak/soak.json")).unwrap()).unwrap();
+    assert_eq!(stored["measurement"]["probe"]["soak"], *soak, "the page's data is the record printed");
+    let (_, html) = chrome::render(&page, &browser.path().join("p"));
+    assert!(html.contains("Throttle curve: decode speed under sustained load"), "{html}");
+    assert!(html.contains("Temperature under sustained load"));
+    assert_eq!(html.matches("<svg").count(), 2, "the throttle curve and the temperature curve");
+    let tips = html.matches("sysfs thermal_zone0 (cpu-1-0-usr)").count();
+    assert!(tips >= 2 * windows.len(), "the zone in every point's tooltip of both curves: {tips}");
+    assert!(html.contains(" MHz"), "the clock in the tooltips");
+}

@@ -36,6 +36,7 @@ fn measure_64_16(
         pin: false,
         bandwidth_pass: true,
         timed_reloads: true,
+        soak: None,
         contention: None,
     };
     r.measure(&job).unwrap()

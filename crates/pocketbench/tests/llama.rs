@@ -32,6 +32,7 @@ fn llama_cpp_runs_the_exported_model() {
         pin: false,
         bandwidth_pass: true,
         timed_reloads: true,
+        soak: None,
         contention: None,
     };
     let p = runner.measure(&job).unwrap();
@@ -66,6 +67,7 @@ fn the_native_engine_and_llama_cpp_agree_on_the_first_tokens() {
         pin: false,
         bandwidth_pass: false,
         timed_reloads: false,
+        soak: None,
         contention: None,
     };
     let native = runner.measure(&job(EngineKind::Native)).unwrap();

@@ -29,6 +29,7 @@ fn job(timeout: Duration) -> Job {
         pin: false,
         bandwidth_pass: true,
         timed_reloads: true,
+        soak: None,
         contention: None,
     }
 }

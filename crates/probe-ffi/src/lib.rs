@@ -274,6 +274,7 @@ mod tests {
             pin: false,
             bandwidth_pass: true,
             timed_reloads: true,
+            soak: None,
         };
         let f = check_fits(&spec, Some(500 << 20)).unwrap_err();
         assert_eq!(f.field, "spec.shape");

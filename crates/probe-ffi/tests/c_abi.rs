@@ -90,6 +90,7 @@ fn spec(dir: &Path, gen: u32) -> ProbeSpec {
         pin: false,
         bandwidth_pass: true,
         timed_reloads: true,
+        soak: None,
     }
 }
 

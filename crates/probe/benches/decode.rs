@@ -82,6 +82,7 @@ fn bench(c: &mut Criterion) {
                 pin: false,
                 bandwidth_pass: true,
                 timed_reloads: true,
+                soak: None,
             };
             pocketbench_probe::llama::with_engine(&spec, |m, _, _| step(c, name, "llama.cpp", m)).expect("llama.cpp");
         }

@@ -81,6 +81,12 @@ impl EngineKind {
         }
     }
 
+    /// Whether the engine runs inside the probe's process (every step timed
+    /// there), not as an external tool that reports its own figures.
+    pub fn in_process(self) -> bool {
+        !matches!(self, EngineKind::LlamaBench | EngineKind::MnnLlmBench)
+    }
+
     /// The prompt chunk the engine runs prefill in, where pocketbench sets
     /// it: the native engine's [`crate::native::CHUNK`], and llama.cpp's
     /// micro-batch ([`LLAMA_UBATCH`]). `None` where the engine
@@ -104,11 +110,17 @@ impl EngineKind {
     /// Name and version as built into this binary.
     pub fn version(self) -> String {
         match self {
+            // Every start-up choice that changes the numbers (not only the
+            // speed) is named: two processes that chose differently are two
+            // builds, whose tokens may differ (the attention's width changes
+            // the order of its sums, and a near-tie of random weights then
+            // falls the other way).
             EngineKind::Native => format!(
-                "pocketbench native Qwen3/Llama, {} kernels (4-bit: {}, prefill tiles: {}), candle-core {} GGUF reader",
+                "pocketbench native Qwen3/Llama, {} kernels (4-bit: {}, prefill tiles: {}{}), candle-core {} GGUF reader",
                 crate::kernels::isa().name(),
                 crate::kernels::x8_variant().name(),
                 crate::kernels::x8_choice().tile.name(),
+                if crate::kernels::x8_choice().attention_512 { ", 512-bit attention" } else { "" },
                 env!("PB_CANDLE_VERSION")
             ),
             EngineKind::CandleTransformers => {

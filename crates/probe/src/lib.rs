@@ -34,6 +34,7 @@ mod kind;
 pub mod llama;
 pub mod meter;
 pub mod native;
+pub mod soak;
 mod spec;
 pub mod thermal;
 pub mod timing;
@@ -100,7 +101,7 @@ pub fn run(
     kernels::set_pinning(spec.pin);
     let mut energy = energy::Session::new(meter, energy_not_measured);
     let (got, held) = measure_engine(spec, &mut energy)?;
-    let timing::Measured { mut reps, peak, sampling, mut covariates } = got;
+    let timing::Measured { mut reps, peak, sampling, mut covariates, soak } = got;
     if let Some((bytes, _)) = held {
         // The engine's own count of the weights it holds, not the file's.
         covariates.huge_page_share = covariates.anon_huge_bytes.map(|a| (a as f64 / bytes.max(1) as f64).min(1.0));
@@ -142,6 +143,7 @@ pub fn run(
         sampling: Some(sampling),
         methods,
         meters: Some(meters),
+        soak,
     })
 }
 
@@ -184,6 +186,19 @@ fn measure_engine(
         EngineKind::LlamaCpp => unreachable!("checked by available()"),
         EngineKind::LlamaBench | EngineKind::MnnLlmBench => unreachable!("run as external tools"),
     })
+}
+
+/// How a soak was run and read.
+fn soak_method(s: &soak::SoakSpec) -> String {
+    format!(
+        "the workload back to back for {} window(s) of {} s (timer); per window: decode tokens over the timer of \
+         their steps, the hottest thermal zone (else hwmon sensor) at its end, the mean scaling_cur_freq of its \
+         threads' CPUs, /proc/stat and /proc/pressure/cpu; throttled when the last decoding window is more than \
+         {:.0}% below the first",
+        s.windows(),
+        s.window_s,
+        s.throttle_drop * 100.0
+    )
 }
 
 /// How the thermal readings were taken, where there were any.
@@ -263,6 +278,7 @@ fn methods(
     }))
     .chain(net.map(|n| ("energy_j_per_run".to_string(), n)))
     .chain(thermal_method(spec, reps).map(|t| ("thermal".to_string(), t)))
+    .chain(spec.soak.map(|s| ("soak".to_string(), soak_method(&s))))
     .chain(native.then(|| ("kernels".to_string(), crate::kernels::x8_choice().describe())))
     .chain(native.then(|| {
         (

@@ -85,6 +85,10 @@ pub struct ProbeSpec {
     /// a second of its every job.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub timed_reloads: bool,
+    /// Run the workload back to back for a set time and read the speed per
+    /// window ([`crate::soak`]) instead of repeating it `reps` times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<crate::soak::SoakSpec>,
 }
 
 fn yes() -> bool {
@@ -210,6 +214,9 @@ pub struct ProbeResult {
     /// results named them: read from `methods`' words then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meters: Option<pocketbench_types::meter::Meters>,
+    /// A soak's windows and throttle verdict, where the spec asked for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<crate::soak::Soak>,
 }
 
 /// A memory read bandwidth measured by the probe itself: the roofline of
@@ -331,6 +338,15 @@ impl ProbeSpec {
         if self.workload.prompt == 0 || self.workload.gen == 0 {
             return Err(ProbeError::Spec("prompt and gen must be at least 1".into()));
         }
+        if let Some(soak) = &self.soak {
+            soak.validate().map_err(ProbeError::Spec)?;
+            if !self.engine.in_process() {
+                return Err(ProbeError::Spec(format!(
+                    "a soak times every decode step in the probe's own process; {} runs as an external tool",
+                    self.engine.name()
+                )));
+            }
+        }
         if self.workload.context > self.shape.context {
             return Err(ProbeError::Spec(format!(
                 "the workload needs {} positions but the configuration is built for {}",
@@ -363,6 +379,7 @@ mod tests {
             pin: false,
             bandwidth_pass: true,
             timed_reloads: true,
+            soak: None,
         };
         let mut v = serde_json::to_value(&spec).unwrap();
         match schema {

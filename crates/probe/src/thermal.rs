@@ -21,21 +21,98 @@ pub struct Temperature {
 /// (`/sys/class/thermal`): each `thermal_zoneN/temp` in millidegrees. `None`
 /// when there is none (most VMs).
 pub fn hottest_zone(root: &Path) -> Option<Temperature> {
-    let mut best: Option<Temperature> = None;
-    for e in std::fs::read_dir(root).ok()?.flatten() {
+    let zones = std::fs::read_dir(root).ok()?.flatten().filter_map(|e| {
         let name = e.file_name().to_string_lossy().into_owned();
         if !name.starts_with("thermal_zone") {
-            continue;
+            return None;
         }
-        let Some(milli) =
-            std::fs::read_to_string(e.path().join("temp")).ok().and_then(|t| t.trim().parse::<f64>().ok())
-        else {
-            continue;
-        };
-        let kind = std::fs::read_to_string(e.path().join("type")).map(|t| t.trim().to_owned()).unwrap_or_default();
-        let t = Temperature { celsius: milli / 1000.0, source: format!("sysfs {name} ({kind})") };
+        let milli = std::fs::read_to_string(e.path().join("temp")).ok()?;
+        let kind = std::fs::read_to_string(e.path().join("type")).unwrap_or_default();
+        Some(ZoneLine { zone: name, milli, kind })
+    });
+    hottest(zones)
+}
+
+/// The hottest sensor under `sys_class` (`/sys/class`): a thermal zone,
+/// else an hwmon sensor (hosts whose kernel has hwmon but no zone).
+pub fn hottest_sensor(sys_class: &Path) -> Option<Temperature> {
+    hottest_zone(&sys_class.join("thermal")).or_else(|| hottest_hwmon(&sys_class.join("hwmon")))
+}
+
+/// One thermal zone as read: its directory name, `temp` and `type` as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneLine {
+    /// `thermal_zone3`.
+    pub zone: String,
+    /// The `temp` file: millidegrees C.
+    pub milli: String,
+    /// The `type` file: "cpu-1-0-usr".
+    pub kind: String,
+}
+
+/// The hottest of `zones` whose `temp` reads as a number: the one rule the
+/// probe (reading the files) and the Android runner (reading them over adb,
+/// [`parse_zone_lines`]) share.
+pub fn hottest(zones: impl IntoIterator<Item = ZoneLine>) -> Option<Temperature> {
+    let mut best: Option<Temperature> = None;
+    for z in zones {
+        let Ok(milli) = z.milli.trim().parse::<f64>() else { continue };
+        let t = Temperature { celsius: milli / 1000.0, source: format!("sysfs {} ({})", z.zone, z.kind.trim()) };
         if best.as_ref().is_none_or(|b| t.celsius > b.celsius) {
             best = Some(t);
+        }
+    }
+    best
+}
+
+/// The shell line that prints every thermal zone as `NAME TEMP TYPE`, one a
+/// line (a zone whose files cannot be read prints empty fields): what the
+/// Android runner runs over adb, its output read by [`parse_zone_lines`].
+pub const ZONES_SHELL: &str = "for z in /sys/class/thermal/thermal_zone*; do \
+     [ -d \"$z\" ] || continue; \
+     echo \"${z##*/} $(cat \"$z/temp\" 2>/dev/null) $(cat \"$z/type\" 2>/dev/null)\"; done";
+
+/// The zones of [`ZONES_SHELL`]'s output.
+pub fn parse_zone_lines(text: &str) -> Vec<ZoneLine> {
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.trim().splitn(3, ' ');
+            let zone = f.next()?.to_owned();
+            zone.starts_with("thermal_zone").then(|| ZoneLine {
+                zone,
+                milli: f.next().unwrap_or_default().to_owned(),
+                kind: f.next().unwrap_or_default().to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// The hottest hwmon sensor under `root` (`/sys/class/hwmon`): each
+/// `hwmonN/tempK_input` in millidegrees, named by the chip's `name` and the
+/// sensor's `tempK_label` ("sysfs hwmon1 (k10temp Tctl)"). For hosts whose
+/// kernel has hwmon but no thermal zone.
+pub fn hottest_hwmon(root: &Path) -> Option<Temperature> {
+    let mut best: Option<Temperature> = None;
+    for chip in std::fs::read_dir(root).ok()?.flatten() {
+        let dir = chip.path();
+        let name = std::fs::read_to_string(dir.join("name")).map(|n| n.trim().to_owned()).unwrap_or_default();
+        let Ok(files) = std::fs::read_dir(&dir) else { continue };
+        for f in files.flatten() {
+            let file = f.file_name().to_string_lossy().into_owned();
+            let Some(sensor) = file.strip_suffix("_input").filter(|s| s.starts_with("temp")) else { continue };
+            let Some(milli) = std::fs::read_to_string(f.path()).ok().and_then(|t| t.trim().parse::<f64>().ok()) else {
+                continue;
+            };
+            let label = std::fs::read_to_string(dir.join(format!("{sensor}_label")))
+                .map(|l| l.trim().to_owned())
+                .unwrap_or_else(|_| sensor.to_owned());
+            let t = Temperature {
+                celsius: milli / 1000.0,
+                source: format!("sysfs {} ({name} {label})", chip.file_name().to_string_lossy()),
+            };
+            if best.as_ref().is_none_or(|b| t.celsius > b.celsius) {
+                best = Some(t);
+            }
         }
     }
     best
@@ -128,6 +205,31 @@ mod tests {
         assert_eq!(t.celsius, 41.25);
         assert_eq!(t.source, "sysfs thermal_zone1 (x86_pkg_temp)");
         assert_eq!(hottest_zone(&d.path().join("missing")), None);
+    }
+
+    #[test]
+    fn zones_read_over_a_shell_pick_the_same_zone_as_the_files() {
+        let text = "thermal_zone0 27800 acpitz\nthermal_zone1 41250 cpu-1-0-usr\nthermal_zone2  broken\nnoise\n";
+        let zones = parse_zone_lines(text);
+        assert_eq!(zones.len(), 3);
+        let t = hottest(zones).unwrap();
+        assert_eq!((t.celsius, t.source.as_str()), (41.25, "sysfs thermal_zone1 (cpu-1-0-usr)"));
+        assert_eq!(hottest(parse_zone_lines("")), None);
+    }
+
+    #[test]
+    fn hwmon_sensors_are_read_with_their_chip_and_label() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(hottest_hwmon(d.path()), None);
+        let chip = d.path().join("hwmon2");
+        std::fs::create_dir(&chip).unwrap();
+        std::fs::write(chip.join("name"), "k10temp\n").unwrap();
+        std::fs::write(chip.join("temp1_input"), "48125\n").unwrap();
+        std::fs::write(chip.join("temp1_label"), "Tctl\n").unwrap();
+        std::fs::write(chip.join("temp3_input"), "39000\n").unwrap();
+        std::fs::write(chip.join("fan1_input"), "90000\n").unwrap();
+        let t = hottest_hwmon(d.path()).unwrap();
+        assert_eq!((t.celsius, t.source.as_str()), (48.125, "sysfs hwmon2 (k10temp Tctl)"));
     }
 
     fn zone(root: &Path, milli: &str) {

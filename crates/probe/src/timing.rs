@@ -91,7 +91,7 @@ pub fn clear_cancel() {
     CANCEL.store(false, std::sync::atomic::Ordering::Relaxed);
 }
 
-fn cancelled() -> bool {
+pub(crate) fn cancelled() -> bool {
     CANCEL.load(std::sync::atomic::Ordering::Relaxed)
 }
 
@@ -204,6 +204,9 @@ pub(crate) fn measure(
     energy: &mut energy::Session,
 ) -> Result<Measured, ProbeError> {
     let tokens = crate::prompt(spec, spec.workload.prompt);
+    if let Some(soak) = spec.soak {
+        return soak_measure(spec, soak, m, first_load_s, energy, &tokens);
+    }
     // Warm up with one short run so first-touch page faults and lazy
     // initialisation are not timed.
     run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4), &mut Trace::default())?;
@@ -305,7 +308,34 @@ pub(crate) fn measure(
         stopped_by: stopped_by.into(),
         ..counts
     };
-    Ok(Measured { reps, peak, sampling, covariates })
+    Ok(Measured { reps, peak, sampling, covariates, soak: None })
+}
+
+/// [`measure`] for a soak: the same warm-up, then the soak's cycles in
+/// place of repetitions (none retaken: a soak's point is that it does not
+/// stop), the peak read after them.
+fn soak_measure(
+    spec: &ProbeSpec,
+    soak: crate::soak::SoakSpec,
+    m: &mut dyn Engine,
+    first_load_s: f64,
+    energy: &mut energy::Session,
+    tokens: &[u32],
+) -> Result<Measured, ProbeError> {
+    run_once(m, &tokens[..tokens.len().min(16)], spec.workload.gen.min(4), &mut Trace::default())?;
+    let weights = std::fs::metadata(&spec.model).map_or(0, |m| m.len());
+    let covariates = ProcessCovariates::read(weights, crate::kernels::pinning());
+    energy.idle(energy::IDLE_WINDOW);
+    let (reps, soaked) = crate::soak::run(spec, soak, m, first_load_s, energy)?;
+    if reps.is_empty() {
+        return Err(ProbeError::Spec(format!(
+            "the soak ended after {:.1} s before one run of the workload ({}) was complete: give it more --seconds",
+            soaked.seconds_run, spec.workload
+        )));
+    }
+    let peak = crate::meter::usage().map_or(0, |u| u.peak.max(u.current));
+    let sampling = Sampling { clean: reps.len() as u32, stopped_by: "soak".into(), ..Sampling::default() };
+    Ok(Measured { reps, peak, sampling, covariates, soak: Some(soaked) })
 }
 
 /// What [`measure`] took.
@@ -316,10 +346,12 @@ pub(crate) struct Measured {
     pub sampling: Sampling,
     /// Read after the warm-up, before any reload.
     pub covariates: ProcessCovariates,
+    /// A soak's windows, where the spec asked for one.
+    pub soak: Option<crate::soak::Soak>,
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// An engine whose decode speed is drawn from a noisy source: each step
@@ -349,7 +381,7 @@ mod tests {
         }
     }
 
-    fn spec(reps: u32, auto: Option<AutoReps>) -> ProbeSpec {
+    pub(crate) fn spec(reps: u32, auto: Option<AutoReps>) -> ProbeSpec {
         let shape = pocketbench_types::arch::preset("smollm2-135m").unwrap().shape;
         ProbeSpec {
             schema: crate::SCHEMA,
@@ -367,6 +399,7 @@ mod tests {
             pin: false,
             bandwidth_pass: true,
             timed_reloads: true,
+            soak: None,
         }
     }
 

@@ -56,6 +56,7 @@ fn result(spec: &ProbeSpec, p: Parts, energy_not_measured: Option<String>) -> Pr
         methods,
         // The tool's process's VmHWM, polled; no energy.
         meters: Some(pocketbench_types::meter::Meters { memory: pocketbench_types::meter::Meter::VmHwm, energy: None }),
+        soak: None,
     }
 }
 

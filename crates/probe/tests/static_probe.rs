@@ -80,6 +80,7 @@ fn the_static_aarch64_probe_measures_a_tiny_shape_under_qemu() {
         pin: false,
         bandwidth_pass: true,
         timed_reloads: true,
+        soak: None,
     };
     let spec_path = dir.path().join("spec.json");
     std::fs::write(&spec_path, serde_json::to_string(&spec).unwrap()).unwrap();

@@ -34,6 +34,7 @@ mod probe_cmd;
 mod render;
 mod reps_args;
 mod run_cmd;
+mod soak_cmd;
 mod sweep_cmd;
 
 use std::path::PathBuf;
@@ -81,6 +82,8 @@ pub enum Command {
     Presets,
     /// Measure one configuration for real on a device: this host, or an Android phone over adb.
     Run(run_cmd::RunArgs),
+    /// Run one configuration back to back for a set time and draw its throttle curve (tok/s, temperature and clock per window).
+    Soak(Box<soak_cmd::SoakArgs>),
     /// The measuring process a runner starts on a device (reads a JSON spec).
     #[command(hide = true)]
     Probe(probe_cmd::ProbeArgs),
@@ -215,6 +218,7 @@ pub fn run(cli: Cli) -> pocketbench::Result<Code> {
         },
         Command::Presets => arch_cmd::presets(),
         Command::Run(a) => run_cmd::run(&a, &devices(&cli.devices_dir)?),
+        Command::Soak(a) => soak_cmd::run(&a, &devices(&cli.devices_dir)?),
         Command::Probe(a) => probe_cmd::run(&a),
         Command::ExportGguf(a) => probe_cmd::export(&a),
         Command::Gate(a) => gate_cmd::run(&a, &cli.devices_dir),

@@ -174,6 +174,12 @@ impl Reporter for StderrReporter {
             Event::RunPlanned { device, config, reps, threads, workload } => {
                 self.line(format!("measuring {config} on {device} ({reps}, {threads} threads, {workload})..."))
             }
+            Event::SoakPlanned { device, config, seconds, window_s, windows, threads, workload } => {
+                self.line(format!(
+                    "soaking {config} on {device} for {seconds} s: {workload} back to back, {windows} window(s) of \
+                     {window_s} s, {threads} threads..."
+                ))
+            }
             Event::ProcessesPlanned { device, config, workload, processes, threads, reference } => {
                 self.line(format!(
                     "{processes} fresh process(es) of {config} at {workload} on {device} ({threads} threads){}",

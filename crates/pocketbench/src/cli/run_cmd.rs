@@ -146,7 +146,7 @@ pub fn run(a: &RunArgs, devices: &Devices) -> pocketbench::Result<Code> {
     Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
 }
 
-fn print_measured(r: &Record) -> pocketbench::Result<()> {
+pub(super) fn print_measured(r: &Record) -> pocketbench::Result<()> {
     let m = r.measurement.as_ref().expect("measured record");
     outln!("{} on {} [{}]: measured", r.config_name, r.device, r.engine);
     outln!(

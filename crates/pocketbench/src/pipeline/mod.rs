@@ -9,6 +9,7 @@
 
 pub mod exports;
 pub mod gate_measure;
+pub mod soak;
 
 use std::path::{Path, PathBuf};
 

@@ -8,6 +8,7 @@ pub mod gate;
 pub mod html;
 mod json;
 mod markdown;
+pub mod soak;
 pub mod source;
 
 pub use csv_frontier::FrontierCsv;

@@ -187,6 +187,16 @@ impl Runner for AndroidRunner {
         format!("{} via the pushed probe {} (digest {digest}) on {serial}", engine.name(), self.probe.display())
     }
 
+    /// The hottest of the phone's thermal zones, read over adb with the
+    /// same rule the probe reads them on the phone
+    /// ([`probe::thermal::hottest`]): what `gate --measure` and `soak` cool
+    /// the phone down by. `None` where the phone cannot be reached or has no
+    /// readable zone.
+    fn temperature(&self) -> Option<probe::thermal::Temperature> {
+        let out = self.shell(probe::thermal::ZONES_SHELL, SHORT).ok().filter(|o| o.code == 0)?;
+        probe::thermal::hottest(probe::thermal::parse_zone_lines(&out.stdout))
+    }
+
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure> {
         let device_props = self.ready()?;
         let model = match &job.engine_model {

@@ -97,7 +97,7 @@ impl Runner for HostRunner {
     }
 
     fn temperature(&self) -> Option<super::thermal::Temperature> {
-        super::thermal::hottest_zone(Path::new("/sys/class/thermal"))
+        super::thermal::hottest_sensor(Path::new("/sys/class"))
     }
 
     fn measure(&self, job: &Job) -> Result<ProbeResult, Failure> {

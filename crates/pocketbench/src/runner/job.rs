@@ -168,6 +168,7 @@ impl JobSettings {
             bandwidth_pass: true,
             timed_reloads: true,
             contention: None,
+            soak: None,
             cooling: device
                 .profile()
                 .thermal

@@ -120,6 +120,9 @@ pub struct Job {
     /// When a repetition counts as contended and how many are retaken: set
     /// by the scheduler from its policy, applied by the probe.
     pub contention: Option<crate::probe::window::Contention>,
+    /// Run the workload back to back for a set time instead of `reps`
+    /// repetitions (`pocketbench soak`).
+    pub soak: Option<crate::probe::soak::SoakSpec>,
 }
 
 impl Job {
@@ -132,7 +135,11 @@ impl Job {
         // Automatic repetitions stop at their time cap; the timeout is for
         // the rest (the load, the fixed minimum).
         let auto = self.auto.map_or(0.0, |a| a.max_seconds.max(0.0));
-        self.timeout + Duration::from_secs_f64(cooling + auto)
+        // A soak runs its seconds (whole windows), after one cool-down.
+        let soak = self
+            .soak
+            .map_or(0.0, |s| s.windows() as f64 * s.window_s + self.cooling.map_or(0.0, |c| c.timeout_s.max(0.0)));
+        self.timeout + Duration::from_secs_f64(cooling + auto + soak)
     }
 
     /// The probe's spec for this job, its model at `model` (a path on the
@@ -154,6 +161,7 @@ impl Job {
             pin: self.pin,
             bandwidth_pass: self.bandwidth_pass,
             timed_reloads: self.timed_reloads,
+            soak: self.soak,
         }
     }
 }

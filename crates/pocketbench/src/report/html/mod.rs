@@ -6,6 +6,7 @@
 mod charts;
 mod compare;
 mod scatter;
+pub mod soak;
 mod studies;
 
 use std::fmt::Write;

@@ -7,6 +7,7 @@ pub mod frontier;
 pub mod latency;
 pub mod measured;
 pub mod scaling;
+pub mod throttle;
 pub mod vocab;
 
 use plotters::style::RGBColor;
