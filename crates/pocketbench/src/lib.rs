@@ -23,6 +23,7 @@ pub mod budget;
 pub mod calibrate;
 pub mod capability;
 pub mod config;
+pub mod cores;
 pub mod device;
 pub mod error;
 pub mod event;

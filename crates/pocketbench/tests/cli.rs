@@ -357,3 +357,75 @@ fn the_built_in_engines_old_name_still_works_and_says_it_is_deprecated() {
         .code(2)
         .stderr(predicate::str::contains("deprecated").not());
 }
+
+#[test]
+fn the_oneplus_13_thread_curve_bends_where_the_prime_cores_run_out() {
+    let out = pb()
+        .args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13", "--threads", "1..8", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let points: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let decode = |threads: u64, pinned: bool| {
+        let p = points
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["placement"]["threads"] == threads && p["placement"]["pinned"] == pinned)
+            .unwrap();
+        p["decode_tok_s"].as_f64().unwrap()
+    };
+    assert_eq!(points.as_array().unwrap().len(), 16, "1 to 8 threads, pinned and unpinned");
+    // Pinned: the two prime cores carry decode; the third thread lands on a
+    // performance core and every share waits for it.
+    assert!(decode(2, true) > 1.9 * decode(1, true), "{points}");
+    assert!(decode(3, true) < decode(2, true), "{points}");
+    // Unpinned, the pool starts on the performance cores at half the bandwidth.
+    assert!((decode(2, false) / decode(2, true) - 0.5).abs() < 1e-6, "{points}");
+    // The study's setting, 4 threads pinned, is the profile's own: the plain prediction.
+    let plain =
+        pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13", "--json"]).output().unwrap();
+    let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!((plain["decode_tok_s"].as_f64().unwrap() / decode(4, true) - 1.0).abs() < 1e-9);
+    // Prefill keeps climbing with every core.
+    let prefill: Vec<f64> = points
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["placement"]["pinned"] == true)
+        .map(|p| p["prefill_tok_s"].as_f64().unwrap())
+        .collect();
+    assert!(prefill.windows(2).all(|w| w[1] > w[0]), "{prefill:?}");
+}
+
+#[test]
+fn threads_a_device_cannot_place_are_refused() {
+    pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13", "--threads", "9"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--threads 9: device `oneplus-13` has 8 cores"));
+    pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "host", "--threads", "2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("device `host` has no [facts.cpu] clusters"));
+    pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13", "--threads", "4..2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("expected a thread count N or a range A..B"));
+}
+
+#[test]
+fn a_cluster_without_cores_is_refused_with_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("devices/oneplus-13.toml")).unwrap();
+    let bad = text.replacen("cores = 6,", "cores = 0,", 1);
+    assert_ne!(bad, text);
+    std::fs::write(dir.path().join("oneplus-13.toml"), bad).unwrap();
+    pb().arg("--devices-dir")
+        .arg(dir.path())
+        .args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("facts.cpu.clusters[1].cores"))
+        .stderr(predicate::str::contains("must be at least 1"));
+}

@@ -202,6 +202,11 @@ quantity!(
     [("mAh", 1.0), ("Ah", 1000.0)]
 );
 quantity!(
+    /// A clock frequency in hertz. `GHz` = 10^9 Hz.
+    Frequency, "frequency", bare = false,
+    [("Hz", 1.0), ("MHz", 1e6), ("GHz", 1e9)]
+);
+quantity!(
     /// Voltage in volts.
     Voltage, "voltage", bare = false,
     [("V", 1.0), ("mV", 1e-3)]
@@ -266,6 +271,7 @@ display_in!(Power, " W", 1.0);
 display_in!(Bandwidth, " GB/s", 1e9);
 display_in!(Charge, " mAh", 1.0);
 display_in!(Voltage, " V", 1.0);
+display_in!(Frequency, " GHz", 1e9);
 display_in!(Fraction, "%", 0.01);
 display_in!(BytesPerParam, " B/param", 1.0);
 

@@ -26,6 +26,27 @@ pub struct PredictArgs {
     /// Exit with code 1 when a budget fails.
     #[arg(long)]
     pub fail_on_budget: bool,
+    /// Predict at this many CPU threads (N), or at each of a range (A..B: a curve, pinned and
+    /// unpinned), from the device's `[facts.cpu]` clusters.
+    #[arg(long, value_name = "N|A..B", value_parser = threads_arg)]
+    pub threads: Option<std::ops::RangeInclusive<u32>>,
+    /// With --threads N: threads placed as an unpinned pool (slowest cores first), not pinned to
+    /// the fastest.
+    #[arg(long, requires = "threads")]
+    pub unpinned: bool,
+}
+
+/// `N` or `A..B` (both at least 1, A at most B).
+fn threads_arg(s: &str) -> Result<std::ops::RangeInclusive<u32>, String> {
+    let num = |t: &str| t.trim().parse::<u32>().ok().filter(|n| *n >= 1);
+    let (a, b) = match s.split_once("..") {
+        Some((a, b)) => (num(a), num(b)),
+        None => (num(s), num(s)),
+    };
+    match (a, b) {
+        (Some(a), Some(b)) if a <= b => Ok(a..=b),
+        _ => Err(format!("expected a thread count N or a range A..B (1 or more, A at most B), got `{s}`")),
+    }
 }
 
 /// Run `predict`.
@@ -34,6 +55,17 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let device = devices.get(&a.device)?;
     let w = a.workload.on_device(device)?;
     let acct = shape.accounting();
+    let at_threads;
+    let (device, placement) = match &a.threads {
+        Some(t) if t.start() != t.end() => return curve(a, device, &shape, &w, t.clone()),
+        Some(t) => {
+            let (d, p) =
+                device.at_threads(*t.start(), !a.unpinned).map_err(|e| pocketbench::Error::usage(e.to_string()))?;
+            at_threads = d;
+            (&at_threads, Some(p))
+        }
+        None => (device, None),
+    };
     let settings = ProxySettings::default();
     let cap = capability(&shape, &acct, &settings, None);
     let r = predicted(&shape, &acct, device, &w, &cap);
@@ -42,6 +74,15 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
     } else {
         outln!("{} on {} [{}]: predicted by {}", r.config_name, device.profile().device.name, r.engine, r.produced_by);
         outln!("  calibration   {}", r.calibration);
+        if let Some(p) = &placement {
+            outln!(
+                "  threads       {} on {}: the profile's efficiencies scaled by what they read and compute against \
+                 its own {} threads (pinned)",
+                p.threads,
+                p.describe(),
+                device.reference_placement().map_or(0, |r| r.threads)
+            );
+        }
         outln!("  workload      {w}");
         let over = device.model().bandwidth_range.map_or(String::new(), |[lo, hi]| {
             let p = pocketbench::predict::predict(&shape, &acct, device.model(), &w);
@@ -81,4 +122,37 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
         outln!("  feasible      {}", if r.feasible { "yes" } else { "no" });
     }
     Ok(if a.fail_on_budget && !r.feasible { Code::Failed } else { Code::Ok })
+}
+
+/// `predict --threads A..B`: the thread curve, pinned and unpinned.
+fn curve(
+    a: &PredictArgs,
+    device: &pocketbench::device::Device,
+    shape: &pocketbench::arch::Shape,
+    w: &pocketbench::workload::Workload,
+    threads: std::ops::RangeInclusive<u32>,
+) -> pocketbench::Result<Code> {
+    let points =
+        pocketbench::cores::curve(device, shape, w, threads).map_err(|e| pocketbench::Error::usage(e.to_string()))?;
+    if a.json {
+        outln!("{}", super::pretty(&points)?);
+        return Ok(Code::Ok);
+    }
+    let reference = device.reference_placement().expect("a curve has clusters");
+    outln!("{} on {}: predicted by thread count ({w})", shape, device.profile().device.name);
+    outln!(
+        "  the profile's efficiencies scaled by what each placement reads and computes against its own: {}",
+        reference.describe()
+    );
+    outln!("  {:>7}  {:<38} {:>12} {:>13}", "threads", "cores", "decode tok/s", "prefill tok/s");
+    for p in &points {
+        outln!(
+            "  {:>7}  {:<38} {:>12.1} {:>13.1}",
+            p.placement.threads,
+            p.placement.describe(),
+            p.decode_tok_s,
+            p.prefill_tok_s
+        );
+    }
+    Ok(Code::Ok)
 }

@@ -48,6 +48,7 @@ pub(super) fn validate(p: &ProfileToml) -> Result<Checked, Problems> {
         }
     }
     budgets(p, &mut problems);
+    cpu(p, &mut problems);
     if let Some(c) = &p.engine.class {
         if !ENGINE_CLASSES.contains(&c.as_str()) {
             problem(
@@ -96,6 +97,29 @@ fn budgets(p: &ProfileToml, problems: &mut Problems) {
     if let Some(f) = b.energy_battery_fraction {
         if !(f.0 > 0.0 && f.0 <= 1.0) {
             problem(problems, "budgets.energy-battery-fraction", format!("must be in (0, 100%], got {f}"));
+        }
+    }
+}
+
+/// The CPU's clusters: at least one, each named once, with cores, a clock
+/// and a core bandwidth above zero.
+fn cpu(p: &ProfileToml, problems: &mut Problems) {
+    let Some(cpu) = &p.facts.cpu else { return };
+    if cpu.clusters.is_empty() {
+        problem(problems, "facts.cpu.clusters", "needs at least one cluster");
+    }
+    for (i, c) in cpu.clusters.iter().enumerate() {
+        let key = |k: &str| format!("facts.cpu.clusters[{i}].{k}");
+        if cpu.clusters[..i].iter().any(|d| d.name == c.name) {
+            problem(problems, &key("name"), format!("cluster `{}` is named twice", c.name));
+        }
+        if c.cores == 0 {
+            problem(problems, &key("cores"), "must be at least 1");
+        }
+        for (k, v) in [("clock", c.clock.0), ("core-bandwidth", c.core_bandwidth.0)] {
+            if v.is_nan() || v <= 0.0 {
+                problem(problems, &key(k), "must be positive");
+            }
         }
     }
 }

@@ -341,6 +341,44 @@ impl Device {
         &self.model
     }
 
+    /// Where the profile's own threads run: `[engine] threads` (else every
+    /// core), pinned; `None` without `[facts.cpu]` clusters.
+    pub fn reference_placement(&self) -> Option<crate::cores::Placement> {
+        let cpu = self.profile.facts.cpu.as_ref()?;
+        let all: u32 = cpu.clusters.iter().map(|c| c.cores).sum();
+        let threads = self.profile.engine.threads.unwrap_or(all).min(all);
+        crate::cores::place(self.id(), cpu, threads, true, self.model.bandwidth).ok()
+    }
+
+    /// This device with its engine on `threads` threads (pinned or not):
+    /// the bandwidth and compute efficiencies scaled by what that placement
+    /// reads and computes against the profile's own ([`crate::cores`]),
+    /// each at most 100%; everything else as fitted.
+    pub fn at_threads(
+        &self,
+        threads: u32,
+        pinned: bool,
+    ) -> Result<(Device, crate::cores::Placement), crate::cores::PlaceError> {
+        let none = || crate::cores::PlaceError::NoClusters(self.id().to_string());
+        let cpu = self.profile.facts.cpu.as_ref().ok_or_else(none)?;
+        let from = self.reference_placement().ok_or_else(none)?;
+        let to = crate::cores::place(self.id(), cpu, threads, pinned, self.model.bandwidth)?;
+        let mut d = self.clone();
+        let (bw, hz) = (to.bandwidth / from.bandwidth, to.core_hz / from.core_hz);
+        let p = &mut d.model.params;
+        p.bandwidth_efficiency = (p.bandwidth_efficiency * bw).min(1.0);
+        p.compute_efficiency = (p.compute_efficiency * hz).min(1.0);
+        for (param, ratio) in [(FreeParam::BandwidthEfficiency, bw), (FreeParam::ComputeEfficiency, hz)] {
+            let i = FreeParam::ALL.iter().position(|q| *q == param).expect("a free parameter");
+            if let Some(r) = d.model.ranges[i].as_mut() {
+                *r = [(r[0] * ratio).min(1.0), (r[1] * ratio).min(1.0)];
+            }
+        }
+        d.model.attention_threads = d.model.attention_threads.map(|_| threads);
+        d.model.score_row_threads = d.model.score_row_threads.map(|_| threads);
+        Ok((d, to))
+    }
+
     /// The budgets, with the profile's defaults filled in.
     pub fn budgets(&self) -> &Budgets {
         &self.budgets

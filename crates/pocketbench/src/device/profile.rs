@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::arch::ShapeSpec;
 use crate::units::{
-    Bandwidth, ByteSize, BytesPerParam, Charge, Compute, Duration, Energy, Fraction, Power, Quantity, TokRate, Voltage,
+    Bandwidth, ByteSize, BytesPerParam, Charge, Compute, Duration, Energy, Fraction, Frequency, Power, Quantity,
+    TokRate, Voltage,
 };
 use crate::workload::WorkloadSpec;
 
@@ -107,6 +108,35 @@ pub struct Facts {
     /// Battery, absent on mains-powered hosts.
     #[serde(default)]
     pub battery: Option<Battery>,
+    /// The CPU's clusters, where a CPU engine's thread count and placement
+    /// are predicted ([`crate::cores`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuFacts>,
+}
+
+/// A CPU of several core kinds (big.LITTLE): each cluster's cores, clock
+/// and the read bandwidth one of its cores pulls on its own.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct CpuFacts {
+    /// Clusters, in any order.
+    pub clusters: Vec<ClusterToml>,
+    /// Source; "E:" marks an estimate.
+    pub source: String,
+}
+
+/// One cluster of cores alike.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ClusterToml {
+    /// "prime", "performance", "efficiency".
+    pub name: String,
+    /// Cores in it.
+    pub cores: u32,
+    /// Their highest clock.
+    pub clock: Frequency,
+    /// The read bandwidth one of its cores pulls on its own.
+    pub core_bandwidth: Bandwidth,
 }
 
 /// A battery: either its energy, or capacity and nominal voltage.
