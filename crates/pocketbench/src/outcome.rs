@@ -58,6 +58,10 @@ pub struct DeviceSummary {
     /// ([`crate::agreement`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreement: Option<crate::agreement::Agreement>,
+    /// Its calibration points, each predicted by a fit of the others
+    /// ([`crate::calibrate::loo`]), as one line; absent without points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leave_one_out: Option<String>,
 }
 
 /// Everything a sweep produced: the data reports are rendered from.
@@ -288,6 +292,9 @@ impl DeviceSummary {
             budget_decode_tok_s: device.budgets().decode_tok_s,
             budget_memory_mb: device.budgets().memory_bytes / 1e6,
             budget_energy_j: device.budgets().energy_j,
+            leave_one_out: (device.points().iter().any(|p| !p.holdout))
+                .then(|| crate::calibrate::loo::leave_one_out(device).ok().map(|l| l.describe()))
+                .flatten(),
             ..DeviceSummary::default()
         }
     }

@@ -384,12 +384,20 @@ fn calibrate_check_measures_held_out_shapes_and_predicts_them_as_predict_does() 
     assert!(!d.path().join("data/devices").join(&fp).exists());
     assert!(!d.path().join("data/calibrations").join(&fp).join("host-check.jsonl").exists());
     assert_eq!(std::fs::read(root().join("devices/host.toml")).unwrap(), repo_profile);
-    // A phone is not this machine; --check does not mix with --add.
+    // A phone is not this machine: its --check is leave-one-out over its
+    // points, and a design file to measure is refused; --check does not mix
+    // with --add.
     pb(d.path())
-        .args(["calibrate", "--device", "oneplus-13", "--check"])
+        .args(["calibrate", "--device", "iphone-18-pro", "--check"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("iphone-18-pro: leave-one-out over 2 fitted point(s)"))
+        .stdout(predicate::str::contains("verdict: within the goals (decode worst"));
+    pb(d.path())
+        .args(["calibrate", "--device", "oneplus-13", "--check", "design.toml"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("`calibrate --check` measures this machine"));
+        .stderr(predicate::str::contains("measures the file's design on this machine"));
     pb(d.path()).args(["calibrate", "--device", "host", "--check", "--add", "x.json"]).assert().code(2);
 }
 

@@ -18,6 +18,7 @@ pub mod design;
 mod drift;
 pub mod host;
 pub mod import;
+pub mod loo;
 pub mod noise;
 pub mod points;
 mod residuals;

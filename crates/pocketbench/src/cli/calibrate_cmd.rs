@@ -100,7 +100,9 @@ pub struct CalibrateArgs {
     /// the profile, print every error and how many lie within 10% (decode)
     /// and 15% (peak memory). Jobs the profile was fitted to (the built-in
     /// check has two shapes of them) are reported as the machine's drift
-    /// since its calibration instead. Nothing is fitted or written.
+    /// since its calibration instead. A device this machine cannot measure
+    /// (a phone) is checked by leave-one-out instead: each of its points
+    /// predicted by a fit of the others. Nothing is fitted or written.
     #[arg(long, value_name = "FILE", num_args = 0..=1, requires = "device", conflicts_with_all = ["add", "import", "dry_run"])]
     pub check: Option<Option<std::path::PathBuf>>,
     /// List every finding a warning line counts (each prefill point above the compute fact).
@@ -140,6 +142,25 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
         return Ok(Code::Ok);
     }
     if let Some(file) = &a.check {
+        let device = devices.get(id)?;
+        if !device.is_local() {
+            // A device this machine cannot measure is checked against its
+            // own points: each left out of a refit in turn.
+            if file.is_some() {
+                return Err(pocketbench::Error::usage(format!(
+                    "`calibrate --check FILE` measures the file's design on this machine; `{id}` is not this \
+                     machine: `calibrate --device {id} --check` checks its points by leave-one-out"
+                )));
+            }
+            let loo = pocketbench::calibrate::loo::leave_one_out(device)?;
+            if a.json {
+                outln!("{}", super::pretty(&loo)?);
+            } else {
+                let fitted = device.points().iter().filter(|p| !p.holdout).count();
+                print::leave_one_out(&loo, fitted)?;
+            }
+            return Ok(Code::Ok);
+        }
         let design = match file {
             Some(f) => Design::check_file(f)?,
             None => Design::check_built_in(),

@@ -165,3 +165,38 @@ fn print_drift(d: &DriftSummary) -> pocketbench::Result<()> {
     }
     Ok(())
 }
+
+/// Print a leave-one-out check: every fitted point's figures against a fit
+/// of the others, and the verdict against the goals.
+pub fn leave_one_out(loo: &pocketbench::calibrate::loo::LeaveOneOut, fitted: usize) -> pocketbench::Result<()> {
+    outln!("{}: leave-one-out over {fitted} fitted point(s), each predicted by a fit of the others", loo.device);
+    outln!(
+        "  {:>5}  {:<36} {:<9} {:<16} {:>10} {:>10} {:>8}",
+        "point",
+        "model",
+        "workload",
+        "metric",
+        "measured",
+        "predicted",
+        "error"
+    );
+    for r in &loo.rows {
+        let (predicted, error) = match (r.predicted, r.rel_error) {
+            (Some(p), Some(e)) => (format!("{p:.1}"), format!("{:+.1}%", e * 100.0)),
+            _ => ("-".into(), "-".into()),
+        };
+        outln!(
+            "  {:>5}  {:<36} {:<9} {:<16} {:>10} {:>10} {:>8}{}",
+            r.point,
+            r.model,
+            r.workload,
+            format!("{} ({})", r.metric, r.unit),
+            format!("{:.1}", r.measured),
+            predicted,
+            error,
+            r.why_not.as_ref().map_or(String::new(), |w| format!("  {w}"))
+        );
+    }
+    outln!("  verdict: {}", loo.verdict);
+    Ok(())
+}

@@ -405,6 +405,16 @@ impl Device {
         &self.state
     }
 
+    /// The same device with point `index` held out of its fit (a
+    /// leave-one-out refit), its derived state kept as it was.
+    pub fn with_held_out(&self, index: usize) -> Device {
+        let mut d = self.clone();
+        for p in d.points.iter_mut().filter(|p| p.index == index) {
+            p.holdout = true;
+        }
+        d
+    }
+
     /// The same device predicting with `model` instead of its own (a
     /// calibration's trial parameters, or a test's known truth).
     pub fn with_model(&self, model: DeviceModel) -> Device {

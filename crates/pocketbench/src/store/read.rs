@@ -48,7 +48,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, name, engine, profile_digest, calibration, budget_decode_tok_s, budget_memory_mb, \
-                 budget_energy_j FROM devices ORDER BY position",
+                 budget_energy_j, leave_one_out FROM devices ORDER BY position",
             )
             .map_err(|e| self.err(e))?;
         let rows = st
@@ -62,6 +62,7 @@ impl Store {
                         budget_decode_tok_s: r.get(5)?,
                         budget_memory_mb: r.get(6)?,
                         budget_energy_j: r.get(7)?,
+                        leave_one_out: r.get(8)?,
                         ..DeviceSummary::default()
                     },
                     profile_digest: r.get(3)?,

@@ -4,10 +4,17 @@
 //! edited: a change is a new entry.
 
 /// The schema version this build writes.
-pub const VERSION: i64 = 4;
+pub const VERSION: i64 = 5;
 
 /// Migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+
+/// Version 5: each device's leave-one-out check of its calibration points
+/// (one line, [`crate::calibrate::loo::LeaveOneOut::describe`]), for its
+/// card in the report. Devices stored before read it as unknown (null).
+const V5: &str = r#"
+ALTER TABLE devices ADD COLUMN leave_one_out TEXT;
+"#;
 
 /// Version 4: what a measurement's samples say beside its medians, as
 /// columns to query (the measurement's JSON holds them too): the

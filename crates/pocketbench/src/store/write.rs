@@ -78,7 +78,7 @@ impl Store {
             let mut st = tx
                 .prepare(
                     "INSERT INTO devices (id, position, name, engine, profile_digest, calibration, budget_decode_tok_s, \
-                     budget_memory_mb, budget_energy_j) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                     budget_memory_mb, budget_energy_j, leave_one_out) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )
                 .map_err(e)?;
             for (i, d) in devices.iter().enumerate() {
@@ -92,7 +92,8 @@ impl Store {
                     h.calibration,
                     h.budget_decode_tok_s,
                     h.budget_memory_mb,
-                    h.budget_energy_j
+                    h.budget_energy_j,
+                    h.leave_one_out
                 ])
                 .map_err(e)?;
             }

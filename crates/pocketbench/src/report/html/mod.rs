@@ -174,6 +174,10 @@ fn summary_cards(s: &mut String, report: &SweepReport) {
                 }
             }
         }
+        if let Some(loo) = &d.leave_one_out {
+            let class = if loo.starts_with("the points disagree") { "warn" } else { "muted" };
+            let _ = write!(s, "<p class=\"{class}\"><b>Leave-one-out:</b> {}.</p>", escape(loo));
+        }
         let cal = &d.calibration;
         let odd = needs_calibration(cal);
         let _ = write!(s, "<p class=\"{}\">Calibration: {}</p></div>", if odd { "warn" } else { "muted" }, escape(cal));
