@@ -399,6 +399,16 @@ fn the_oneplus_13_thread_curve_bends_where_the_prime_cores_run_out() {
 }
 
 #[test]
+fn a_prediction_names_the_engine_class_it_predicts_for() {
+    for (device, class) in [("oneplus-13", "mnn"), ("host", "native"), ("host-llama", "llama.cpp")] {
+        pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", device])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!(", engine class `{class}`]: predicted by")));
+    }
+}
+
+#[test]
 fn threads_a_device_cannot_place_are_refused() {
     pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13", "--threads", "9"])
         .assert()

@@ -72,7 +72,14 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
     if a.json {
         outln!("{}", super::pretty(&r)?);
     } else {
-        outln!("{} on {} [{}]: predicted by {}", r.config_name, device.profile().device.name, r.engine, r.produced_by);
+        outln!(
+            "{} on {} [{}, engine class `{}`]: predicted by {}",
+            r.config_name,
+            device.profile().device.name,
+            r.engine,
+            device.profile().engine.class(),
+            r.produced_by
+        );
         outln!("  calibration   {}", r.calibration);
         if let Some(p) = &placement {
             outln!(
