@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::residuals::{figures, predicted_figure};
 use super::{calibrate, CalibrationError};
 use crate::device::Device;
 use crate::predict::predict;
@@ -57,17 +58,6 @@ pub struct LeaveOneOut {
     pub verdict: String,
 }
 
-/// The figures a point carries, by metric: (metric, unit, value, scale).
-fn figures(p: &crate::device::CalPoint) -> [(&'static str, &'static str, Option<f64>, f64); 5] {
-    [
-        ("decode", "tok/s", p.decode_tok_s, 1.0),
-        ("prefill", "tok/s", p.prefill_tok_s, 1.0),
-        ("peak-memory", "MB", p.peak_memory, 1e6),
-        ("package", "MB", p.package, 1e6),
-        ("energy", "J", p.energy_j, 1.0),
-    ]
-}
-
 /// Leave each fitted point of `device` out in turn, refit on the others,
 /// and predict it.
 pub fn leave_one_out(device: &Device) -> Result<LeaveOneOut, CalibrationError> {
@@ -94,13 +84,7 @@ pub fn leave_one_out(device: &Device) -> Result<LeaveOneOut, CalibrationError> {
             .map(|m| predict(&pt.shape, &pt.shape.accounting(), &super::at_moment(pt, m), &pt.workload));
         for (metric, unit, value, scale) in figures(pt) {
             let Some(measured) = value else { continue };
-            let predicted = p.as_ref().map(|p| match metric {
-                "decode" => p.decode_tok_s,
-                "prefill" => p.prefill_tok_s,
-                "peak-memory" => p.peak_mem_bytes,
-                "package" => p.package_bytes,
-                _ => p.energy_j,
-            });
+            let predicted = p.as_ref().map(|p| predicted_figure(p, metric));
             let why_not = match (others(metric), &refit) {
                 (false, _) => Some(format!("the only point on {metric}: nothing else to predict it from")),
                 (true, Err(e)) => Some(format!("the others cannot be fitted without it: {e}")),

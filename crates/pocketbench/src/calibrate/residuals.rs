@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::device::{Device, DeviceModel};
-use crate::predict::predict;
+use crate::device::{CalPoint, Device, DeviceModel};
+use crate::predict::{predict, Prediction};
 
 /// One measured figure against its prediction after the fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,21 +33,38 @@ pub struct Residual {
     pub holdout: bool,
 }
 
+/// The figures a point carries: (metric, unit, its value in base units,
+/// the unit's scale), in the order every table shows them.
+pub(super) fn figures(pt: &CalPoint) -> [(&'static str, &'static str, Option<f64>, f64); 5] {
+    [
+        ("decode", "tok/s", pt.decode_tok_s, 1.0),
+        ("prefill", "tok/s", pt.prefill_tok_s, 1.0),
+        ("peak-memory", "MB", pt.peak_memory, 1e6),
+        ("package", "MB", pt.package, 1e6),
+        ("energy", "J", pt.energy_j, 1.0),
+    ]
+}
+
+/// What `p` predicts for the figure `metric` of [`figures`], in base units.
+pub(super) fn predicted_figure(p: &Prediction, metric: &str) -> f64 {
+    match metric {
+        "decode" => p.decode_tok_s,
+        "prefill" => p.prefill_tok_s,
+        "peak-memory" => p.peak_mem_bytes,
+        "package" => p.package_bytes,
+        _ => p.energy_j,
+    }
+}
+
 /// Residuals of every point's figures under `model`, each point predicted
 /// at the bandwidth it was measured at where it carries one.
 pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
     let mut out = Vec::new();
     for pt in device.points() {
         let p = predict(&pt.shape, &pt.shape.accounting(), &super::at_moment(pt, model), &pt.workload);
-        let figures: [(&'static str, &'static str, Option<f64>, f64, f64); 5] = [
-            ("decode", "tok/s", pt.decode_tok_s, p.decode_tok_s, 1.0),
-            ("prefill", "tok/s", pt.prefill_tok_s, p.prefill_tok_s, 1.0),
-            ("peak-memory", "MB", pt.peak_memory, p.peak_mem_bytes, 1e6),
-            ("package", "MB", pt.package, p.package_bytes, 1e6),
-            ("energy", "J", pt.energy_j, p.energy_j, 1.0),
-        ];
-        for (metric, unit, measured, predicted, scale) in figures {
+        for (metric, unit, measured, scale) in figures(pt) {
             if let Some(m) = measured {
+                let predicted = predicted_figure(&p, metric);
                 out.push(Residual {
                     point: pt.index,
                     model: pt.label.clone(),

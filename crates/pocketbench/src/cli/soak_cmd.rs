@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use pocketbench::device::Devices;
-use pocketbench::probe::soak::{SoakSpec, DEFAULT_THROTTLE_DROP, MAX_SECONDS};
+use pocketbench::probe::soak::{SoakSpec, DEFAULT_THROTTLE_DROP};
 use pocketbench::runner::{self, JobSettings};
 
 use super::render::EventArgs;
@@ -65,12 +65,7 @@ pub struct SoakArgs {
 
 /// Run `soak`.
 pub fn run(a: &SoakArgs, devices: &Devices) -> pocketbench::Result<Code> {
-    if !(a.seconds > 0.0 && a.seconds <= MAX_SECONDS) {
-        return Err(pocketbench::Error::usage(format!(
-            "--seconds must be above 0 and at most {MAX_SECONDS:.0} (an hour), got {}",
-            a.seconds
-        )));
-    }
+    // Checked, with every other flag, by the library's plan below.
     let soak = SoakSpec {
         seconds: a.seconds,
         window_s: a.window.unwrap_or_else(|| pocketbench::pipeline::soak::default_window(a.seconds)),
