@@ -30,6 +30,7 @@ pub mod event;
 pub mod fit;
 pub mod gate;
 pub mod history;
+pub mod interval;
 pub mod markup;
 pub mod outcome;
 pub mod pareto;

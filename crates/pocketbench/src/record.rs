@@ -81,6 +81,11 @@ pub struct Record {
     /// The highest; see [`Record::energy_j_per_run_low`].
     #[serde(default)]
     pub energy_j_per_run_high: Option<f64>,
+    /// A prediction's 90% intervals of decode, prefill and peak memory, and
+    /// whether it rests on too few points ([`crate::interval`]); null where
+    /// the figure was measured.
+    #[serde(flatten)]
+    pub bounds: PredictedBounds,
     /// The share of the run's energy spent in prefill: its share of the run's
     /// busy time (predicted, or from the measured prefill and decode times,
     /// taking power equal in both phases).
@@ -235,10 +240,53 @@ impl Record {
 }
 
 /// Build a predicted record.
+/// See [`Record::bounds`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PredictedBounds {
+    /// The low end of the 90% interval of decode tok/s.
+    #[serde(default)]
+    pub decode_tok_s_low: Option<f64>,
+    /// Its high end.
+    #[serde(default)]
+    pub decode_tok_s_high: Option<f64>,
+    /// The low end of the 90% interval of prefill tok/s.
+    #[serde(default)]
+    pub prefill_tok_s_low: Option<f64>,
+    /// Its high end.
+    #[serde(default)]
+    pub prefill_tok_s_high: Option<f64>,
+    /// The low end of the 90% interval of peak memory, MB.
+    #[serde(default)]
+    pub peak_mem_increase_mb_low: Option<f64>,
+    /// Its high end.
+    #[serde(default)]
+    pub peak_mem_increase_mb_high: Option<f64>,
+    /// The prediction rests on fewer than three fitted speed points.
+    #[serde(default)]
+    pub low_confidence: Option<bool>,
+}
+
+/// The record of predicting `shape` at `w` on `device`, at the profile's
+/// own threads.
 pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload, cap: &Capability) -> Record {
+    predicted_at(shape, acct, device, w, cap, None)
+}
+
+/// The record of predicting `shape` at `w` on `device`; `threads` the
+/// thread count it is predicted at where that is not the profile's (its
+/// intervals widen with the distance).
+pub fn predicted_at(
+    shape: &Shape,
+    acct: &Accounting,
+    device: &Device,
+    w: &Workload,
+    cap: &Capability,
+    threads: Option<u32>,
+) -> Record {
     let p = predict(shape, acct, device.model(), w);
+    let b = crate::interval::bounds(device, shape, w, &p, threads.map(f64::from));
     let mut budgets = judge(p.decode_tok_s, p.peak_mem_bytes, p.energy_j, device.budgets());
-    budgets.energy = budgets.energy.with_range(p.energy_j_range);
+    budgets.energy = budgets.energy.with_range(b.energy_j);
     let by = |detail: &str| Method::predicted(PREDICTOR, detail);
     let decode = match device.model().bandwidth_range {
         Some([lo, hi]) => format!(
@@ -253,12 +301,12 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
     let methods = [
         (MethodKey::DecodeTokS, by(&decode)),
         (MethodKey::PrefillTokS, by("roofline of prefill FLOPs and weight bytes")),
-        (MethodKey::TtftMs, by("prefill time (ttft_ms_low/high: over the ranges of the profile's prior parameters)")),
+        (MethodKey::TtftMs, by("prefill time (ttft_ms_low/high: its 90% interval from the fit's leave-one-out error, or a prior, widened beyond the fitted range)")),
         (MethodKey::PeakMemIncreaseMb, by("weights + KV cache + scratch + engine overhead")),
         (MethodKey::PackageMb, Method::Arithmetic { detail: "quantized weights + tokenizer/graph estimate".into() }),
         (
             MethodKey::EnergyJPerRun,
-            by("active power x run time (estimate, not measured; energy_j_per_run_low/high: over the ranges of the profile's prior parameters)"),
+            by("active power x run time (estimate, not measured; energy_j_per_run_low/high: its 90% interval, with the ranges of the profile's prior parameters)"),
         ),
     ]
     .into_iter()
@@ -283,13 +331,22 @@ pub fn predicted(shape: &Shape, acct: &Accounting, device: &Device, w: &Workload
         decode_tok_s: p.decode_tok_s,
         prefill_tok_s: p.prefill_tok_s,
         ttft_ms: p.ttft_ms,
-        ttft_ms_low: Some(p.ttft_ms_range[0]),
-        ttft_ms_high: Some(p.ttft_ms_range[1]),
+        ttft_ms_low: Some(b.ttft_ms[0]),
+        ttft_ms_high: Some(b.ttft_ms[1]),
+        bounds: PredictedBounds {
+            decode_tok_s_low: Some(b.decode_tok_s[0]),
+            decode_tok_s_high: Some(b.decode_tok_s[1]),
+            prefill_tok_s_low: Some(b.prefill_tok_s[0]),
+            prefill_tok_s_high: Some(b.prefill_tok_s[1]),
+            peak_mem_increase_mb_low: Some(b.peak_mem_bytes[0] / 1e6),
+            peak_mem_increase_mb_high: Some(b.peak_mem_bytes[1] / 1e6),
+            low_confidence: Some(b.low_confidence),
+        },
         peak_mem_increase_mb: p.peak_mem_bytes / 1e6,
         package_mb: p.package_bytes / 1e6,
         energy_j_per_run: p.energy_j,
-        energy_j_per_run_low: Some(p.energy_j_range[0]),
-        energy_j_per_run_high: Some(p.energy_j_range[1]),
+        energy_j_per_run_low: Some(b.energy_j[0]),
+        energy_j_per_run_high: Some(b.energy_j[1]),
         prefill_energy_share: Some(p.prefill_energy_share),
         avg_power_w: None,
         energy_gross_j_per_run: None,
@@ -364,6 +421,7 @@ pub fn measured(
     rec.prefill_tok_s = prefill.median;
     rec.ttft_ms = ttft.median;
     (rec.ttft_ms_low, rec.ttft_ms_high) = (None, None);
+    rec.bounds = PredictedBounds::default();
     let (prefill_s, decode_s) = (w.prompt as f64 / prefill.median, w.gen as f64 / decode.median);
     rec.prefill_energy_share = Some(prefill_s / (prefill_s + decode_s));
     rec.peak_mem_increase_mb = probe.peak_increase_bytes as f64 / 1e6;

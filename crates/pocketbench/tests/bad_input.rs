@@ -106,6 +106,55 @@ fn cases() -> Vec<Case> {
             code: 2,
             says: &["budgets.decode: must be above 0"],
         },
+        Case {
+            name: "devices: a published point without a citation",
+            args: &["--devices-dir", "{dir}/d", "devices", "--offline"],
+            files: &[("d/ios-any.toml", "APPEND:\n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"100 tok/s\"\nsource = \"x\"\nprovenance = \"published\"\n")],
+            code: 2,
+            says: &["calibration[0].citation: a published point needs a citation"],
+        },
+        Case {
+            name: "devices: a citation without its date",
+            args: &["--devices-dir", "{dir}/d", "devices", "--offline"],
+            files: &[("d/ios-any.toml", "APPEND:\n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"100 tok/s\"\nsource = \"x\"\nprovenance = \"published\"\ncitation = { where = \"a/b issue #1\" }\n")],
+            code: 2,
+            says: &["ios-any.toml:", "missing field `date`"],
+        },
+        Case {
+            name: "devices: a citation with a bad date",
+            args: &["--devices-dir", "{dir}/d", "devices", "--offline"],
+            files: &[("d/ios-any.toml", "APPEND:\n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"100 tok/s\"\nsource = \"x\"\nprovenance = \"published\"\ncitation = { where = \"a/b issue #1\", date = \"last spring\" }\n")],
+            code: 2,
+            says: &["calibration[0].citation.date: must be YYYY-MM-DD or YYYY-MM"],
+        },
+        Case {
+            name: "devices: a point of an unknown engine class",
+            args: &["--devices-dir", "{dir}/d", "devices", "--offline"],
+            files: &[("d/ios-any.toml", "APPEND:\n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"100 tok/s\"\nsource = \"x\"\nengine-class = \"tflite\"\n")],
+            code: 2,
+            says: &["calibration[0].engine-class: unknown engine class `tflite`"],
+        },
+        Case {
+            name: "devices: a nearest-chip point fitted",
+            args: &["--devices-dir", "{dir}/d", "devices", "--offline"],
+            files: &[("d/ios-any.toml", "APPEND:\n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"100 tok/s\"\nsource = \"x\"\nran-on = { device = \"x\", chip = \"y\", relation = \"nearest-chip\" }\n")],
+            code: 2,
+            says: &["calibration[0].holdout: a point from the nearest chip"],
+        },
+        Case {
+            name: "devices: a point whose prompt is unstated, fitted",
+            args: &["--devices-dir", "{dir}/d", "devices", "--offline"],
+            files: &[("d/ios-any.toml", "APPEND:\n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"100 tok/s\"\nsource = \"x\"\nunstated = [\"prompt\"]\n")],
+            code: 2,
+            says: &["calibration[0].holdout: its source does not state its prompt length"],
+        },
+        Case {
+            name: "predict: an engine class the device has no points of",
+            args: &["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13", "--engine-class", "mlx"],
+            files: &[],
+            code: 2,
+            says: &["no points of engine class `mlx`", "`mnn/cpu`, `llama.cpp/npu`"],
+        },
         // Stores and results: missing and garbage.
         Case { name: "report: no store", args: &["report", "{dir}/nowhere"], files: &[], code: 2, says: &["nowhere"] },
         Case {
@@ -291,7 +340,10 @@ fn every_command_refuses_bad_input_with_its_exit_code_and_one_clear_line() {
                 "THREADS" => profile("threads = 2\n", "threads = 0\n"),
                 "BATTERY" => profile("capacity = \"4252 mAh\"", "capacity = \"0 mAh\""),
                 "BUDGET" => profile("[reference-workload]", "[budgets]\ndecode = \"0 tok/s\"\n\n[reference-workload]"),
-                other => other.to_string(),
+                other => match other.strip_prefix("APPEND:") {
+                    Some(tail) => profile("", "") + tail,
+                    None => other.to_string(),
+                },
             };
             std::fs::write(p, text).unwrap();
         }

@@ -222,7 +222,7 @@ fn calibrate_writes_the_fit_and_keeps_comments() {
     pb().args(["--devices-dir", dd, "devices"])
         .assert()
         .code(0)
-        .stdout(predicate::str::contains("calibrated (4 points)"));
+        .stdout(predicate::str::contains("calibrated (3 points, 1 held out)"));
 }
 
 #[test]
@@ -404,7 +404,7 @@ fn a_prediction_names_the_engine_class_it_predicts_for() {
         pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", device])
             .assert()
             .success()
-            .stdout(predicate::str::contains(format!(", engine class `{class}`]: predicted by")));
+            .stdout(predicate::str::contains(format!(", engine class `{class}` on cpu]: predicted by")));
     }
 }
 

@@ -43,7 +43,7 @@ fn a_device_added_in_a_few_facts_is_shown_predicted_and_swept() {
     assert_eq!((inherited("facts.bandwidth"), inherited("facts.compute")), (false.into(), true.into()));
 
     pb(d.path()).args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "my-phone"]).assert().code(0).stdout(
-        predicate::str::contains("on Test phone (Snapdragon 8 Elite) [MNN CPU, engine class `mnn`]")
+        predicate::str::contains("on Test phone (Snapdragon 8 Elite) [MNN CPU, engine class `mnn` on cpu]")
             .and(predicate::str::contains("priors only")),
     );
     let sweep = d.path().join("own.toml");

@@ -94,7 +94,7 @@ pub fn leave_one_out(device: &Device) -> Result<LeaveOneOut, CalibrationError> {
             rows.push(LooRow {
                 point: pt.index,
                 model: pt.label.clone(),
-                workload: format!("{}+{}", pt.workload.prompt, pt.workload.gen),
+                workload: super::residuals::workload_label(pt),
                 metric,
                 unit,
                 measured: measured / scale,

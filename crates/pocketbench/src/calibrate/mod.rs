@@ -14,6 +14,7 @@
 
 pub mod again;
 mod check;
+pub mod classes;
 pub mod design;
 mod drift;
 pub mod host;
@@ -21,6 +22,7 @@ pub mod import;
 pub mod loo;
 pub mod noise;
 pub mod points;
+pub mod published;
 mod residuals;
 pub mod session;
 mod write;

@@ -45,6 +45,18 @@ pub(super) fn figures(pt: &CalPoint) -> [(&'static str, &'static str, Option<f64
     ]
 }
 
+/// A point's workload as tables show it: "1024+128", or "not stated"
+/// where its source leaves the prompt or generation length unsaid (it is
+/// then predicted at the profile's reference workload, and held out).
+pub(super) fn workload_label(pt: &CalPoint) -> String {
+    use crate::device::Unstated;
+    if pt.unstated.iter().any(|u| matches!(u, Unstated::Prompt | Unstated::Gen)) {
+        "not stated".into()
+    } else {
+        format!("{}+{}", pt.workload.prompt, pt.workload.gen)
+    }
+}
+
 /// What `p` predicts for the figure `metric` of [`figures`], in base units.
 pub(super) fn predicted_figure(p: &Prediction, metric: &str) -> f64 {
     match metric {
@@ -68,7 +80,7 @@ pub fn residuals(device: &Device, model: &DeviceModel) -> Vec<Residual> {
                 out.push(Residual {
                     point: pt.index,
                     model: pt.label.clone(),
-                    workload: format!("{}+{}", pt.workload.prompt, pt.workload.gen),
+                    workload: workload_label(pt),
                     metric,
                     unit,
                     measured: m / scale,

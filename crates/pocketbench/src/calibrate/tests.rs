@@ -53,6 +53,10 @@ fn synthetic_at(truth: &DeviceModel, more: &[FreeParam], moment: &dyn Fn(usize) 
                 bandwidth,
                 noise: None,
                 imported: None,
+                citation: None,
+                class: "native on cpu".into(),
+                ran_on: None,
+                unstated: Vec::new(),
             }
         })
         .collect();

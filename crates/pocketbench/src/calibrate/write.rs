@@ -182,5 +182,11 @@ pub fn point_from_record(rec: &crate::record::Record, holdout: bool) -> Option<c
         bandwidth: crate::trust::moment_median(&m.probe).map(crate::units::Bandwidth),
         noise: None,
         imported: None,
+        provenance: None,
+        citation: None,
+        engine_class: None,
+        backend: None,
+        ran_on: None,
+        unstated: Vec::new(),
     })
 }

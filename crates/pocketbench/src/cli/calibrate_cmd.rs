@@ -158,6 +158,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
             } else {
                 let fitted = device.points().iter().filter(|p| !p.holdout).count();
                 print::leave_one_out(&loo, fitted)?;
+                print::beside_leave_one_out(device)?;
             }
             return Ok(Code::Ok);
         }

@@ -200,3 +200,51 @@ pub fn leave_one_out(loo: &pocketbench::calibrate::loo::LeaveOneOut, fitted: usi
     outln!("  verdict: {}", loo.verdict);
     Ok(())
 }
+
+/// After a leave-one-out check: the held-out points against the fit, the
+/// published points counted, and the device's other engine classes.
+pub fn beside_leave_one_out(device: &pocketbench::device::Device) -> pocketbench::Result<()> {
+    use pocketbench::calibrate::{classes, published, residuals};
+    let held: Vec<_> = residuals(device, device.model()).into_iter().filter(|r| r.holdout).collect();
+    for r in &held {
+        outln!(
+            "  held out [{}] {}, workload {}: {} {:.1} {}, predicted {:.1} ({:+.1}%)",
+            r.point,
+            r.model,
+            r.workload,
+            r.metric,
+            r.measured,
+            r.unit,
+            r.predicted,
+            r.rel_error * 100.0
+        );
+    }
+    outln!("  published: {}", published::coverage(device).describe());
+    let covered = pocketbench::interval::coverage(device);
+    let inside = covered.iter().filter(|c| c.inside).count();
+    outln!(
+        "  intervals: {inside} of {} figure(s) the fit did not use lie inside their 90% interval{}",
+        covered.len(),
+        if covered.is_empty() {
+            String::new()
+        } else {
+            format!(" ({:.0}%; goal 90%)", 100.0 * inside as f64 / covered.len() as f64)
+        }
+    );
+    for c in covered.iter().filter(|c| !c.inside) {
+        outln!(
+            "    outside: [{}] {} {} {:.1}, 90% interval {:.1}-{:.1} ({})",
+            c.point,
+            c.model,
+            c.metric,
+            c.value,
+            c.interval[0],
+            c.interval[1],
+            c.how
+        );
+    }
+    for c in classes::classes(device) {
+        outln!("  class {}", c.describe(&device.class_label()));
+    }
+    Ok(())
+}

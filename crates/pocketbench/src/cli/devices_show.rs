@@ -47,6 +47,7 @@ struct Shown {
     based_on: Option<Parent>,
     engine: String,
     engine_class: String,
+    engine_class_label: String,
     calibration: String,
     points: usize,
     fit: Vec<String>,
@@ -54,6 +55,44 @@ struct Shown {
     model: Vec<Entry>,
     /// Other keys taken whole from the parent (`transport`, `budgets`).
     inherited: Vec<String>,
+    /// Its published points, counted against issue 44's goal.
+    published: pocketbench::calibrate::published::Coverage,
+    /// Every calibration point, with its class and citation.
+    calibration_points: Vec<ShownPoint>,
+    /// Its other engine classes and what their points make of them.
+    classes: Vec<pocketbench::calibrate::classes::ClassFit>,
+}
+
+#[derive(Serialize)]
+struct ShownPoint {
+    index: usize,
+    model: String,
+    class: String,
+    held_out: bool,
+    figures: String,
+    citation: Option<pocketbench::device::Citation>,
+    ran_on: Option<pocketbench::device::RanOn>,
+    unstated: Vec<String>,
+}
+
+fn shown_point(p: &pocketbench::device::CalPoint) -> ShownPoint {
+    let figures = [
+        p.decode_tok_s.map(|v| format!("decode {v} tok/s")),
+        p.prefill_tok_s.map(|v| format!("prefill {v} tok/s")),
+        p.peak_memory.map(|v| format!("peak memory {:.0} MB", v / 1e6)),
+        p.package.map(|v| format!("package {:.0} MB", v / 1e6)),
+        p.energy_j.map(|v| format!("energy {v} J")),
+    ];
+    ShownPoint {
+        index: p.index,
+        model: p.label.clone(),
+        class: p.class.clone(),
+        held_out: p.holdout,
+        figures: figures.into_iter().flatten().collect::<Vec<_>>().join(", "),
+        citation: p.citation.clone(),
+        ran_on: p.ran_on.clone(),
+        unstated: p.unstated.iter().map(|u| u.key().to_string()).collect(),
+    }
 }
 
 fn entries(d: &Device, table: &toml::Table, section: &str) -> Vec<Entry> {
@@ -94,6 +133,7 @@ fn shown(d: &Device) -> pocketbench::Result<Shown> {
         }),
         engine: p.engine.name.clone(),
         engine_class: p.engine.class().to_string(),
+        engine_class_label: d.class_label(),
         calibration: d.calibration_label(),
         points: d.points().len(),
         fit: p.model.fit.iter().map(|f| f.key().to_string()).collect(),
@@ -109,6 +149,13 @@ fn shown(d: &Device) -> pocketbench::Result<Shown> {
                     .collect()
             })
             .unwrap_or_default(),
+        published: pocketbench::calibrate::published::coverage(d),
+        calibration_points: {
+            let mut all: Vec<ShownPoint> = d.points().iter().chain(d.class_points()).map(shown_point).collect();
+            all.sort_by_key(|p| p.index);
+            all
+        },
+        classes: pocketbench::calibrate::classes::classes(d),
     })
 }
 
@@ -146,6 +193,34 @@ pub fn run(a: &ShowArgs, devices: &Devices) -> pocketbench::Result<Code> {
                 e.value,
                 e.source
             );
+        }
+    }
+    outln!("  points       {}", s.published.describe());
+    for p in &s.calibration_points {
+        let mut notes = vec![p.class.clone()];
+        if p.held_out {
+            notes.push("held out".into());
+        }
+        if let Some(r) = &p.ran_on {
+            notes.push(format!(
+                "ran on: {} ({}, {})",
+                r.device,
+                r.chip,
+                if r.relation == pocketbench::device::ChipRelation::SameChip { "same chip" } else { "nearest chip" }
+            ));
+        }
+        if !p.unstated.is_empty() {
+            notes.push(format!("not stated: {}", p.unstated.join(", ")));
+        }
+        outln!("    [{}] {}: {} ({})", p.index, p.model, p.figures, notes.join("; "));
+        if let Some(c) = &p.citation {
+            outln!("        {}, {}{}", c.place, c.date, c.url.as_ref().map_or(String::new(), |u| format!(", {u}")));
+        }
+    }
+    if !s.classes.is_empty() {
+        outln!("  classes      {} (the profile's own)", s.engine_class_label);
+        for c in &s.classes {
+            outln!("               {}", c.describe(&s.engine_class_label));
         }
     }
     Ok(Code::Ok)

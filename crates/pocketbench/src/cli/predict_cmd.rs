@@ -3,9 +3,14 @@
 use clap::Args;
 use pocketbench::capability::{capability, ProxySettings};
 use pocketbench::device::Devices;
-use pocketbench::record::predicted;
+use pocketbench::record::predicted_at;
 
-use super::render::{range, verdict};
+use super::render::verdict;
+
+/// "90% a-b unit", where both ends are known.
+fn interval(lo: Option<f64>, hi: Option<f64>, decimals: usize, unit: &str) -> Option<String> {
+    pocketbench::report::spread(lo, hi, decimals).map(|s| format!("90% {s}{unit}"))
+}
 use super::{Code, ShapeArgs, WorkloadArgs};
 
 /// Arguments of `predict`.
@@ -34,6 +39,11 @@ pub struct PredictArgs {
     /// the fastest.
     #[arg(long, requires = "threads")]
     pub unpinned: bool,
+    /// Predict for another engine class the device has points of (`llama.cpp`, or
+    /// `llama.cpp/npu` where it runs on more than one backend): the profile's model scaled by
+    /// what that class's points make of it. `devices show D` lists the classes.
+    #[arg(long, value_name = "CLASS[/BACKEND]")]
+    pub engine_class: Option<String>,
 }
 
 /// `N` or `A..B` (both at least 1, A at most B).
@@ -53,6 +63,15 @@ fn threads_arg(s: &str) -> Result<std::ops::RangeInclusive<u32>, String> {
 pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
     let device = devices.get(&a.device)?;
+    let classed;
+    let device = match &a.engine_class {
+        Some(c) => {
+            classed = pocketbench::calibrate::classes::for_class(device, c)
+                .map_err(|e| pocketbench::Error::usage(e.to_string()))?;
+            &classed
+        }
+        None => device,
+    };
     let w = a.workload.on_device(device)?;
     let acct = shape.accounting();
     let at_threads;
@@ -68,16 +87,17 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
     };
     let settings = ProxySettings::default();
     let cap = capability(&shape, &acct, &settings, None);
-    let r = predicted(&shape, &acct, device, &w, &cap);
+    let r = predicted_at(&shape, &acct, device, &w, &cap, a.threads.as_ref().map(|t| *t.start()));
     if a.json {
         outln!("{}", super::pretty(&r)?);
     } else {
         outln!(
-            "{} on {} [{}, engine class `{}`]: predicted by {}",
+            "{} on {} [{}, engine class `{}` on {}]: predicted by {}",
             r.config_name,
             device.profile().device.name,
             r.engine,
             device.profile().engine.class(),
+            device.profile().engine.backend.key(),
             r.produced_by
         );
         outln!("  calibration   {}", r.calibration);
@@ -101,19 +121,39 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
                 hi / 1e9
             )
         });
-        outln!("  decode        {:>9.1} tok/s   {}{over}", r.decode_tok_s, verdict(&r.budgets.decode));
+        let b = &r.bounds;
+        let ninety = |lo, hi, d, unit| interval(lo, hi, d, unit).map_or(String::new(), |s| format!(" ({s})"));
+        let basis = pocketbench::interval::basis(device);
+        let confidence = if b.low_confidence == Some(true) { "LOW" } else { "normal" };
         outln!(
-            "  prefill       {:>9.1} tok/s   time to first token {:.0} ms{}",
+            "  confidence    {confidence}: decode from {}, prefill from {} (90% intervals below)",
+            basis.from[0],
+            basis.from[1]
+        );
+        outln!(
+            "  decode        {:>9.1} tok/s   {}{over}{}",
+            r.decode_tok_s,
+            verdict(&r.budgets.decode),
+            ninety(b.decode_tok_s_low, b.decode_tok_s_high, 1, " tok/s")
+        );
+        outln!(
+            "  prefill       {:>9.1} tok/s   time to first token {:.0} ms{}{}",
             r.prefill_tok_s,
             r.ttft_ms,
-            range(r.ttft_ms_low, r.ttft_ms_high, 0, " ms").map_or(String::new(), |r| format!(" ({r})"))
+            ninety(b.prefill_tok_s_low, b.prefill_tok_s_high, 1, " tok/s"),
+            ninety(r.ttft_ms_low, r.ttft_ms_high, 0, " ms")
         );
-        outln!("  peak memory   {:>9.1} MB      {}", r.peak_mem_increase_mb, verdict(&r.budgets.memory));
+        outln!(
+            "  peak memory   {:>9.1} MB      {}{}",
+            r.peak_mem_increase_mb,
+            verdict(&r.budgets.memory),
+            ninety(b.peak_mem_increase_mb_low, b.peak_mem_increase_mb_high, 1, " MB")
+        );
         outln!("  package       {:>9.1} MB", r.package_mb);
         let battery =
             r.battery_fraction_per_run.map_or("no battery".to_string(), |f| format!("{:.4}% of battery", f * 100.0));
         let mut notes: Vec<String> =
-            range(r.energy_j_per_run_low, r.energy_j_per_run_high, 2, " J").into_iter().collect();
+            interval(r.energy_j_per_run_low, r.energy_j_per_run_high, 2, " J").into_iter().collect();
         notes.push(battery);
         if let Some(s) = r.prefill_energy_share {
             notes.push(format!("{:.0}% of it in prefill", s * 100.0));

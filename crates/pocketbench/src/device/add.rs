@@ -72,6 +72,7 @@ pub fn parent_for(class: &str, backend: Backend, reach: Option<Reach>) -> Result
                 match backend {
                     Backend::Cpu => "a CPU",
                     Backend::Gpu => "a GPU",
+                    Backend::Npu => "an NPU",
                 }
             )))
         }
@@ -103,7 +104,7 @@ pub fn text(new: &NewDevice, parent: &Device) -> String {
         crate::hostinfo::today(),
         parent.id(),
         new.class,
-        if new.backend == Backend::Cpu { "CPU" } else { "GPU" },
+        new.backend.key().to_uppercase(),
         id = new.id,
     );
     let mut device = Table::new();

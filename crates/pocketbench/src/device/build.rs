@@ -19,6 +19,7 @@ pub(super) struct Checked {
     battery_j: Option<f64>,
     reference_workload: Workload,
     points: Vec<CalPoint>,
+    class_points: Vec<CalPoint>,
 }
 
 /// `(key, message)` of each problem.
@@ -72,10 +73,10 @@ pub(super) fn validate(p: &ProfileToml) -> Result<Checked, Problems> {
     if let Err(e) = &reference_workload {
         problem(&mut problems, "reference-workload", e.to_string());
     }
-    let points = points(p, &mut problems);
+    let (points, class_points) = points(p, &mut problems).into_iter().partition(|pt| pt.class == own_class(p));
     match reference_workload {
         Ok(reference_workload) if problems.is_empty() => {
-            Ok(Checked { params, ranges, battery_j, reference_workload, points })
+            Ok(Checked { params, ranges, battery_j, reference_workload, points, class_points })
         }
         _ => Err(problems),
     }
@@ -223,8 +224,9 @@ fn points(p: &ProfileToml, problems: &mut Problems) -> Vec<CalPoint> {
             .unwrap_or_default()
             .resolve_over(&p.reference_workload)
             .map_err(|e| problem(problems, &format!("{key}.workload"), e.to_string()));
+        published(pt, &key, problems);
         let (Ok(shape), Ok(workload)) = (shape, workload) else { continue };
-        let point = point(i, pt, shape, workload);
+        let point = point(i, pt, shape, workload, p);
         let values = [point.decode_tok_s, point.prefill_tok_s, point.peak_memory, point.package, point.energy_j];
         if values.iter().all(Option::is_none) {
             problem(problems, &key, "names no measured figure (decode, prefill, peak-memory, package or energy)");
@@ -237,7 +239,80 @@ fn points(p: &ProfileToml, problems: &mut Problems) -> Vec<CalPoint> {
     points
 }
 
-fn point(index: usize, pt: &PointToml, shape: Shape, workload: Workload) -> CalPoint {
+/// The engine class and backend of a profile's own figures.
+fn own_class(p: &ProfileToml) -> String {
+    super::class_label(p.engine.class(), p.engine.backend)
+}
+
+/// A published point names its source and date; a point of another chip,
+/// or whose source leaves its workload unsaid, is only ever held out; an
+/// engine class is one pocketbench knows.
+fn published(pt: &PointToml, key: &str, problems: &mut Problems) {
+    use super::{ChipRelation, PointProvenance, Unstated};
+    match (&pt.provenance, &pt.citation) {
+        (Some(PointProvenance::Published), None) => problem(
+            problems,
+            &format!("{key}.citation"),
+            "a published point needs a citation: { where = \"...\", date = \"YYYY-MM-DD\" }",
+        ),
+        (None, Some(_)) => problem(
+            problems,
+            &format!("{key}.provenance"),
+            "a point with a citation is published: add provenance = \"published\"",
+        ),
+        _ => {}
+    }
+    if let Some(c) = &pt.citation {
+        if c.place.trim().is_empty() {
+            problem(problems, &format!("{key}.citation.where"), "names no source");
+        }
+        if !is_date(&c.date) {
+            problem(
+                problems,
+                &format!("{key}.citation.date"),
+                format!("must be YYYY-MM-DD or YYYY-MM, got `{}`", c.date),
+            );
+        }
+    }
+    if let Some(c) = &pt.engine_class {
+        if !POINT_CLASSES.contains(&c.as_str()) {
+            problem(
+                problems,
+                &format!("{key}.engine-class"),
+                format!("unknown engine class `{c}`: expected {}", POINT_CLASSES.join(", ")),
+            );
+        }
+    }
+    if !pt.holdout {
+        if pt.ran_on.as_ref().is_some_and(|r| r.relation == ChipRelation::NearestChip) {
+            problem(
+                problems,
+                &format!("{key}.holdout"),
+                "a point from the nearest chip, not this device's, can only be held out: add holdout = true",
+            );
+        }
+        if let Some(u) = pt.unstated.iter().find(|u| matches!(u, Unstated::Prompt | Unstated::Gen)) {
+            problem(
+                problems,
+                &format!("{key}.holdout"),
+                format!("its source does not state its {} length, so it cannot be fitted: add holdout = true", u.key()),
+            );
+        }
+    }
+}
+
+/// `YYYY-MM-DD` or `YYYY-MM`, digits where digits go.
+fn is_date(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    let digits = |p: &str, n: usize| p.len() == n && p.bytes().all(|b| b.is_ascii_digit());
+    match parts.as_slice() {
+        [y, m] => digits(y, 4) && digits(m, 2),
+        [y, m, d] => digits(y, 4) && digits(m, 2) && digits(d, 2),
+        _ => false,
+    }
+}
+
+fn point(index: usize, pt: &PointToml, shape: Shape, workload: Workload, p: &ProfileToml) -> CalPoint {
     CalPoint {
         index,
         shape,
@@ -257,11 +332,23 @@ fn point(index: usize, pt: &PointToml, shape: Shape, workload: Workload) -> CalP
         bandwidth: pt.bandwidth.map(|b| b.0),
         noise: pt.noise.map(|n| n.0),
         imported: pt.imported.clone(),
+        citation: pt.citation.clone(),
+        class: super::class_label(
+            pt.engine_class.as_deref().unwrap_or(p.engine.class()),
+            pt.backend.unwrap_or(p.engine.backend),
+        ),
+        ran_on: pt.ran_on.clone(),
+        unstated: pt.unstated.clone(),
     }
 }
 
 /// The engine classes a profile can describe (see [`crate::probe::EngineKind::class`]).
 pub const ENGINE_CLASSES: &[&str] = &["native", "candle-transformers", "llama.cpp", "mnn"];
+
+/// The engine classes a published point can name: the profile's, and
+/// engines pocketbench does not drive.
+pub const POINT_CLASSES: &[&str] =
+    &["native", "candle-transformers", "llama.cpp", "mnn", "executorch", "litert-lm", "mlc-llm", "mlx"];
 
 /// The device of a checked profile.
 pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device {
@@ -296,15 +383,43 @@ pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device 
             .then(|| p.engine.threads.unwrap_or(1)),
         params: c.params,
     };
-    let digest = digest(&p.calibration, &p.model.fit, &model);
+    let own = own_class(p);
+    let fitted: Vec<PointToml> = p
+        .calibration
+        .iter()
+        .filter(|pt| {
+            let class = super::class_label(
+                pt.engine_class.as_deref().unwrap_or(p.engine.class()),
+                pt.backend.unwrap_or(p.engine.backend),
+            );
+            class == own
+        })
+        .map(fit_inputs)
+        .collect();
+    let digest = digest(&fitted, &p.model.fit, &model);
     let state = match (&p.model.fitted_digest, c.points.is_empty()) {
         (_, true) => CalibrationState::Priors,
         (None, false) => CalibrationState::Unfitted,
-        (Some(d), false) if *d == digest => CalibrationState::Calibrated { points: c.points.len() },
+        (Some(d), false) if *d == digest => CalibrationState::Calibrated {
+            points: c.points.iter().filter(|p| !p.holdout).count(),
+            held_out: c.points.iter().filter(|p| p.holdout).count(),
+        },
         (Some(_), false) => CalibrationState::Stale,
     };
-    let (reference_workload, points) = (c.reference_workload, c.points);
-    Device { profile, origin, model, budgets, reference_workload, points, digest, state, based_on: None }
+    let (reference_workload, points, class_points) = (c.reference_workload, c.points, c.class_points);
+    Device {
+        profile,
+        origin,
+        model,
+        budgets,
+        reference_workload,
+        points,
+        class_points,
+        digest,
+        state,
+        based_on: None,
+        basis: Default::default(),
+    }
 }
 
 fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
@@ -321,6 +436,20 @@ fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
         (Some(p), true) => p.clone(),
         (Some(p), false) => format!("{p} ({})", overrides.join(", ")),
         (None, _) => shape.to_string(),
+    }
+}
+
+/// A point as the fit reads it: where it is printed, and what its source
+/// leaves unsaid, is no input (so citing a point keeps its profile's fit).
+fn fit_inputs(pt: &PointToml) -> PointToml {
+    PointToml {
+        provenance: None,
+        citation: None,
+        engine_class: None,
+        backend: None,
+        ran_on: None,
+        unstated: Vec::new(),
+        ..pt.clone()
     }
 }
 

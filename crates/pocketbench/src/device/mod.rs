@@ -177,8 +177,10 @@ pub struct DeviceModel {
 pub enum CalibrationState {
     /// Fitted to the current points.
     Calibrated {
-        /// Number of points.
+        /// Points fitted.
         points: usize,
+        /// Points held out of the fit.
+        held_out: usize,
     },
     /// Fitted, but the points changed since: run `calibrate`.
     Stale,
@@ -219,8 +221,12 @@ impl CalibrationState {
 impl std::fmt::Display for CalibrationState {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         match self {
-            CalibrationState::Calibrated { points } => {
-                write!(f, "calibrated ({points} point{})", if *points == 1 { "" } else { "s" })
+            CalibrationState::Calibrated { points, held_out } => {
+                write!(f, "calibrated ({points} point{}", if *points == 1 { "" } else { "s" })?;
+                if *held_out > 0 {
+                    write!(f, ", {held_out} held out")?;
+                }
+                f.write_str(")")
             }
             CalibrationState::Stale => f.write_str("stale (points, facts or fixed parameters changed since the fit)"),
             CalibrationState::Priors => f.write_str("priors only (no calibration points)"),
@@ -272,6 +278,21 @@ pub struct CalPoint {
     pub noise: Option<f64>,
     /// Where it was imported from (`calibrate --import`).
     pub imported: Option<ImportedFrom>,
+    /// Where a published point is printed.
+    pub citation: Option<profile::Citation>,
+    /// The engine class and backend that produced it, as "mnn on cpu".
+    pub class: String,
+    /// The product it ran on, where not this device.
+    pub ran_on: Option<profile::RanOn>,
+    /// What its source leaves unsaid.
+    pub unstated: Vec<profile::Unstated>,
+}
+
+impl CalPoint {
+    /// Whether it was quoted from a public source.
+    pub fn published(&self) -> bool {
+        self.citation.is_some()
+    }
 }
 
 /// A validated device profile.
@@ -283,9 +304,17 @@ pub struct Device {
     budgets: Budgets,
     reference_workload: Workload,
     points: Vec<CalPoint>,
+    class_points: Vec<CalPoint>,
     digest: String,
     state: CalibrationState,
     based_on: Option<Box<BasedOn>>,
+    /// Its fit's own error, computed when a prediction first needs it.
+    basis: crate::interval::BasisCell,
+}
+
+/// An engine class on a backend, as points and predictions name it.
+pub fn class_label(class: &str, backend: Backend) -> String {
+    format!("{class} on {}", backend.key())
 }
 
 /// Why a profile is invalid (beyond TOML syntax and types): every problem
@@ -389,9 +418,46 @@ impl Device {
         self.reference_workload
     }
 
-    /// Its calibration points, as resolved from the profile.
+    /// Its calibration points of its own engine class and backend, as
+    /// resolved from the profile: the points its model is fitted to and
+    /// checked against.
     pub fn points(&self) -> &[CalPoint] {
         &self.points
+    }
+
+    /// Its points of other engine classes or backends, each calibrating its
+    /// own class on this device ([`crate::calibrate::classes`]).
+    pub fn class_points(&self) -> &[CalPoint] {
+        &self.class_points
+    }
+
+    /// This device predicting for another engine class (`label`, "llama.cpp
+    /// on npu") with `model`: that class's points become its own, the
+    /// profile's the others, its engine named for the class
+    /// ([`crate::calibrate::classes::for_class`]).
+    pub(crate) fn as_class(&self, label: &str, model: DeviceModel) -> Device {
+        let mut d = self.with_model(model);
+        let (class, backend) = label.split_once(" on ").unwrap_or((label, ""));
+        let backend = match backend {
+            "gpu" => Backend::Gpu,
+            "npu" => Backend::Npu,
+            _ => Backend::Cpu,
+        };
+        let own = std::mem::take(&mut d.points);
+        let (mine, others): (Vec<CalPoint>, Vec<CalPoint>) =
+            std::mem::take(&mut d.class_points).into_iter().partition(|p| p.class == label);
+        d.points = mine;
+        d.class_points = others.into_iter().chain(own).collect();
+        let e = &mut d.profile.engine;
+        e.name = format!("{class} on {} (relative to {})", backend.key(), e.name);
+        e.class = Some(class.to_string());
+        e.backend = backend;
+        d
+    }
+
+    /// The engine class and backend of its own figures, as "mnn on cpu".
+    pub fn class_label(&self) -> String {
+        class_label(self.profile.engine.class(), self.profile.engine.backend)
     }
 
     /// The digest of every input of its fit ([`Device::state`] compares it
@@ -412,13 +478,20 @@ impl Device {
         for p in d.points.iter_mut().filter(|p| p.index == index) {
             p.holdout = true;
         }
+        d.basis = Default::default();
         d
+    }
+
+    /// The [`crate::interval::Basis`] of this device, computed by `f` the
+    /// first time it is asked for.
+    pub(crate) fn interval_basis(&self, f: impl FnOnce() -> crate::interval::Basis) -> &crate::interval::Basis {
+        self.basis.get_or_init(f)
     }
 
     /// The same device predicting with `model` instead of its own (a
     /// calibration's trial parameters, or a test's known truth).
     pub fn with_model(&self, model: DeviceModel) -> Device {
-        Device { model, ..self.clone() }
+        Device { model, basis: Default::default(), ..self.clone() }
     }
 
     /// This device with its profile, model and points changed by `f`, its
@@ -427,6 +500,7 @@ impl Device {
     #[cfg(test)]
     pub(crate) fn changed(mut self, f: impl FnOnce(&mut ProfileToml, &mut DeviceModel, &mut Vec<CalPoint>)) -> Device {
         f(&mut self.profile, &mut self.model, &mut self.points);
+        self.basis = Default::default();
         self
     }
 

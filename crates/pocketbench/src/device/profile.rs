@@ -276,6 +276,20 @@ pub enum Backend {
     Cpu,
     /// GPU (Metal, OpenCL, Vulkan).
     Gpu,
+    /// A neural processor (Hexagon HTP through QNN, Apple's Neural Engine):
+    /// published points only, no runner drives one.
+    Npu,
+}
+
+impl Backend {
+    /// Its name as profiles write it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Gpu => "gpu",
+            Backend::Npu => "npu",
+        }
+    }
 }
 
 /// The engine whose behaviour the profile describes.
@@ -584,6 +598,105 @@ pub struct PointToml {
     /// point pocketbench measured or a published figure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<ImportedFrom>,
+    /// `published`: quoted from a public source, which `citation` names.
+    /// Absent for a point pocketbench measured or imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<PointProvenance>,
+    /// Where a published point's figures are printed, and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub citation: Option<Citation>,
+    /// The engine class that produced the figures (default: the profile's,
+    /// [`Engine::class`]). A point of another class, or on another
+    /// `backend`, calibrates that class on this device and leaves the
+    /// profile's own model alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_class: Option<String>,
+    /// The backend it ran on (default: the profile's `engine.backend`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<Backend>,
+    /// The phone it ran on, where that is not this device: this device's
+    /// chip in another product, or the nearest chip to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_on: Option<RanOn>,
+    /// What the source leaves unsaid (`prompt`, `gen`, `threads`, `quant`):
+    /// where the workload is among them the point can only be held out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unstated: Vec<Unstated>,
+}
+
+/// See [`PointToml::provenance`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PointProvenance {
+    /// Quoted from a public source.
+    Published,
+}
+
+/// Where a published figure is printed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Citation {
+    /// The document: repository and issue, PR or file, or a page's title.
+    #[serde(rename = "where")]
+    pub place: String,
+    /// When it was written or committed: `YYYY-MM-DD` or `YYYY-MM`.
+    pub date: String,
+    /// Its address, where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The source's own words for the figures, as it prints them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<String>,
+}
+
+/// See [`PointToml::ran_on`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RanOn {
+    /// The product ("Honor Magic7").
+    pub device: String,
+    /// Its chip ("Snapdragon 8 Elite (SM8750)").
+    pub chip: String,
+    /// `same-chip`: this device's chip in another product (fitted like this
+    /// device's own points); `nearest-chip`: another chip, only ever held
+    /// out.
+    pub relation: ChipRelation,
+}
+
+/// See [`RanOn::relation`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChipRelation {
+    /// The same chip in another product.
+    SameChip,
+    /// The nearest chip, not this one.
+    NearestChip,
+}
+
+/// See [`PointToml::unstated`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unstated {
+    /// The prompt length.
+    Prompt,
+    /// The generated length.
+    Gen,
+    /// The thread count.
+    Threads,
+    /// The quantization.
+    Quant,
+}
+
+impl Unstated {
+    /// Its name as profiles write it.
+    pub fn key(self) -> &'static str {
+        match self {
+            Unstated::Prompt => "prompt",
+            Unstated::Gen => "gen",
+            Unstated::Threads => "threads",
+            Unstated::Quant => "quant",
+        }
+    }
 }
 
 /// Where an imported calibration point came from.

@@ -70,6 +70,13 @@ pub(super) const RESULT_COLUMNS: &[&str] = &[
     "tokens_hash",
     "output_agrees",
     "contended",
+    "decode_tok_s_low",
+    "decode_tok_s_high",
+    "prefill_tok_s_low",
+    "prefill_tok_s_high",
+    "peak_mem_increase_mb_low",
+    "peak_mem_increase_mb_high",
+    "low_confidence",
 ];
 
 /// A unit-like enum's serde name ("pass", "measured").
@@ -172,6 +179,13 @@ pub(super) fn insert_record(
         output.map(|o| o.tokens_hash.as_str()),
         output.map(|o| o.agree),
         meas.map(|m| m.contended),
+        rec.bounds.decode_tok_s_low,
+        rec.bounds.decode_tok_s_high,
+        rec.bounds.prefill_tok_s_low,
+        rec.bounds.prefill_tok_s_high,
+        rec.bounds.peak_mem_increase_mb_low,
+        rec.bounds.peak_mem_increase_mb_high,
+        rec.bounds.low_confidence,
     ])
 }
 
@@ -296,5 +310,14 @@ pub(super) fn record_from_row(row: &Row, calibrations: &HashMap<i64, Calibration
         prefill_energy_share: row.get(44)?,
         avg_power_w: row.get(46)?,
         energy_gross_j_per_run: row.get(47)?,
+        bounds: crate::record::PredictedBounds {
+            decode_tok_s_low: row.get("decode_tok_s_low")?,
+            decode_tok_s_high: row.get("decode_tok_s_high")?,
+            prefill_tok_s_low: row.get("prefill_tok_s_low")?,
+            prefill_tok_s_high: row.get("prefill_tok_s_high")?,
+            peak_mem_increase_mb_low: row.get("peak_mem_increase_mb_low")?,
+            peak_mem_increase_mb_high: row.get("peak_mem_increase_mb_high")?,
+            low_confidence: row.get("low_confidence")?,
+        },
     })
 }

@@ -4,10 +4,23 @@
 //! edited: a change is a new entry.
 
 /// The schema version this build writes.
-pub const VERSION: i64 = 5;
+pub const VERSION: i64 = 6;
 
 /// Migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+
+/// Version 6: a prediction's 90% intervals of decode, prefill and peak
+/// memory, and whether it rests on too few points (issue 44). Rows written
+/// before read them as unknown (null).
+const V6: &str = r#"
+ALTER TABLE results ADD COLUMN decode_tok_s_low REAL;
+ALTER TABLE results ADD COLUMN decode_tok_s_high REAL;
+ALTER TABLE results ADD COLUMN prefill_tok_s_low REAL;
+ALTER TABLE results ADD COLUMN prefill_tok_s_high REAL;
+ALTER TABLE results ADD COLUMN peak_mem_increase_mb_low REAL;
+ALTER TABLE results ADD COLUMN peak_mem_increase_mb_high REAL;
+ALTER TABLE results ADD COLUMN low_confidence INTEGER;
+"#;
 
 /// Version 5: each device's leave-one-out check of its calibration points
 /// (one line, [`crate::calibrate::loo::LeaveOneOut::describe`]), for its

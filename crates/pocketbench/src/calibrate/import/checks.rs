@@ -80,6 +80,12 @@ pub fn point(
             line: row.at.line,
             engine: format.engine_class().unwrap_or_default().into(),
         }),
+        provenance: None,
+        citation: None,
+        engine_class: None,
+        backend: None,
+        ran_on: None,
+        unstated: Vec::new(),
     };
     Ok(ImportedPoint { at: row.at.clone(), format, test, figures, shape, mapped_by, point })
 }

@@ -314,7 +314,7 @@ fn rows_import_into_a_profile_based_on_another_and_fit_it() {
     assert!(text.starts_with(child), "the profile keeps what it said");
     assert!(text.contains("bandwidth-efficiency = {") && text.contains("fitted-digest"), "{text}");
     let d = s.devices(XEON).get("my-llama").unwrap().clone();
-    assert_eq!(d.state(), &crate::device::CalibrationState::Calibrated { points: 4 });
+    assert_eq!(d.state(), &crate::device::CalibrationState::Calibrated { points: 4, held_out: 0 });
     assert_eq!(d.based_on().unwrap().parent, "host");
     // Its engine build is the device's own (llama-bench's), so this machine's
     // calibration is current.
