@@ -61,6 +61,25 @@ pub struct Basis {
     ranges: [Option<([f64; 2], [f64; 2])>; 4],
 }
 
+impl Basis {
+    /// One line: "90% intervals: decode from leave-one-out over 5 point(s)
+    /// (σ 0.12), ...; low confidence".
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = METRICS
+            .iter()
+            .zip(&self.from)
+            .zip(&self.sigma)
+            .map(|((m, from), sigma)| format!("{m} from {from} (x/÷{:.2})", (Z90 * sigma).exp()))
+            .collect();
+        let low = if self.points[0] < 3 || self.points[1] < 3 {
+            "; LOW confidence (fewer than 3 fitted speed points)"
+        } else {
+            ""
+        };
+        format!("90% intervals: {}{low}", parts.join(", "))
+    }
+}
+
 /// A prediction's bounds: a 90% interval of each figure.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Bounds {

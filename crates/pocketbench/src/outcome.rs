@@ -62,6 +62,15 @@ pub struct DeviceSummary {
     /// ([`crate::calibrate::loo`]), as one line; absent without points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leave_one_out: Option<String>,
+    /// Its published points counted against the goal, and its other engine
+    /// classes, as one line ([`crate::calibrate::published`]); absent
+    /// without published points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<String>,
+    /// What its predictions' intervals rest on, as one line
+    /// ([`crate::interval::Basis`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<String>,
 }
 
 /// Everything a sweep produced: the data reports are rendered from.
@@ -280,6 +289,18 @@ impl Outcome {
     }
 }
 
+/// A device's published points and other engine classes, as one line.
+fn published_line(device: &Device) -> Option<String> {
+    let c = crate::calibrate::published::coverage(device);
+    (c.points > 0).then(|| {
+        let own = device.class_label();
+        std::iter::once(c.describe())
+            .chain(crate::calibrate::classes::classes(device).iter().map(|f| f.describe(&own)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
 impl DeviceSummary {
     /// The device's identity and budgets, with no records counted yet: what
     /// [`mark_frontier`] needs of a device, and what the store keeps of it.
@@ -295,6 +316,8 @@ impl DeviceSummary {
             leave_one_out: (device.points().iter().any(|p| !p.holdout))
                 .then(|| crate::calibrate::loo::leave_one_out(device).ok().map(|l| l.describe()))
                 .flatten(),
+            published: published_line(device),
+            intervals: Some(crate::interval::basis(device).describe()),
             ..DeviceSummary::default()
         }
     }

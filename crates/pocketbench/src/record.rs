@@ -287,6 +287,8 @@ pub fn predicted_at(
     let b = crate::interval::bounds(device, shape, w, &p, threads.map(f64::from));
     let mut budgets = judge(p.decode_tok_s, p.peak_mem_bytes, p.energy_j, device.budgets());
     budgets.energy = budgets.energy.with_range(b.energy_j);
+    budgets.decode = budgets.decode.with_range(b.decode_tok_s);
+    budgets.memory = budgets.memory.with_range([b.peak_mem_bytes[0] / 1e6, b.peak_mem_bytes[1] / 1e6]);
     let by = |detail: &str| Method::predicted(PREDICTOR, detail);
     let decode = match device.model().bandwidth_range {
         Some([lo, hi]) => format!(

@@ -439,3 +439,70 @@ fn a_cluster_without_cores_is_refused_with_its_key() {
         .stderr(predicate::str::contains("facts.cpu.clusters[1].cores"))
         .stderr(predicate::str::contains("must be at least 1"));
 }
+
+#[test]
+fn a_sweep_names_another_engine_class_of_a_device_as_id_at_class() {
+    let out = tempfile::tempdir().unwrap();
+    pb().args(["sweep", "sweeps/quick.toml", "--predict-only", "--devices", "ipad-pro-m5,ipad-pro-m5@llama.cpp"])
+        .current_dir(root())
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .success();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap()).unwrap();
+    let results = v["results"].as_array().unwrap();
+    let decode = |device: &str| -> Vec<f64> {
+        results.iter().filter(|r| r["device"] == device).map(|r| r["decode_tok_s"].as_f64().unwrap()).collect()
+    };
+    let (mnn, llama) = (decode("ipad-pro-m5"), decode("ipad-pro-m5@llama.cpp"));
+    assert_eq!(mnn.len(), llama.len());
+    assert!(!mnn.is_empty());
+    // The class's decode factor (below 1 on this device) scales every configuration.
+    for (m, l) in mnn.iter().zip(&llama) {
+        assert!(l < m, "{l} vs {m}");
+    }
+    let r = results.iter().find(|r| r["device"] == "ipad-pro-m5@llama.cpp").unwrap();
+    assert!(r["engine"].as_str().unwrap().starts_with("llama.cpp on gpu"), "{r}");
+    // Such a device predicts; it is never measured by pocketbench's own engine.
+    pb().args(["run", "--preset", "mnn-pocket-0.3b", "--device", "ipad-pro-m5@llama.cpp"]).assert().code(2).stderr(
+        predicate::str::contains("measure `ipad-pro-m5` instead").or(predicate::str::contains("unknown device")),
+    );
+}
+
+#[test]
+fn points_that_contradict_each_other_are_a_warning_at_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("devices/ios-any.toml")).unwrap()
+        + "\n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"100 tok/s\"\nsource = \"a\"\n\
+           \n[[calibration]]\nmodel = { preset = \"qwen3-0.6b\" }\ndecode = \"300 tok/s\"\nsource = \"b\"\n";
+    std::fs::write(dir.path().join("ios-any.toml"), &text).unwrap();
+    let line = text.lines().position(|l| l == "decode = \"300 tok/s\"").unwrap() + 1;
+    pb().args(["--devices-dir", dir.path().to_str().unwrap(), "devices", "show", "ios-any"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!("ios-any.toml:{line}:")))
+        .stdout(predicate::str::contains("calibration[1].decode: contradicts calibration[0] (100 against 300"));
+}
+
+#[test]
+fn predict_prints_a_ninety_percent_interval_and_its_confidence() {
+    let out =
+        pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (lo, mid, hi) = (
+        v["decode_tok_s_low"].as_f64().unwrap(),
+        v["decode_tok_s"].as_f64().unwrap(),
+        v["decode_tok_s_high"].as_f64().unwrap(),
+    );
+    assert!(lo < mid && mid < hi, "{lo} {mid} {hi}");
+    assert_eq!(v["low_confidence"], true, "one energy point calibrates nothing of speed");
+    for k in ["prefill_tok_s_low", "prefill_tok_s_high", "peak_mem_increase_mb_low", "peak_mem_increase_mb_high"] {
+        assert!(v[k].as_f64().is_some(), "{k}");
+    }
+    pb().args(["predict", "--preset", "mnn-pocket-0.3b", "--device", "oneplus-13"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("confidence    LOW: decode from prior (0 fitted point(s))"))
+        .stdout(predicate::str::contains("(90% "));
+}

@@ -219,6 +219,11 @@ pub fn beside_leave_one_out(device: &pocketbench::device::Device) -> pocketbench
             r.rel_error * 100.0
         );
     }
+    if let Some(w) = device.warnings() {
+        for line in w.to_string().lines() {
+            outln!("  warning: {line}");
+        }
+    }
     outln!("  published: {}", published::coverage(device).describe());
     let covered = pocketbench::interval::coverage(device);
     let inside = covered.iter().filter(|c| c.inside).count();

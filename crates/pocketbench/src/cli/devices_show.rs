@@ -61,6 +61,8 @@ struct Shown {
     calibration_points: Vec<ShownPoint>,
     /// Its other engine classes and what their points make of them.
     classes: Vec<pocketbench::calibrate::classes::ClassFit>,
+    /// What its predictions' 90% intervals rest on.
+    intervals: pocketbench::interval::Basis,
 }
 
 #[derive(Serialize)]
@@ -156,6 +158,7 @@ fn shown(d: &Device) -> pocketbench::Result<Shown> {
             all
         },
         classes: pocketbench::calibrate::classes::classes(d),
+        intervals: pocketbench::interval::basis(d).clone(),
     })
 }
 
@@ -195,7 +198,16 @@ pub fn run(a: &ShowArgs, devices: &Devices) -> pocketbench::Result<Code> {
             );
         }
     }
-    outln!("  points       {}", s.published.describe());
+    if let Some(w) = devices.get(&a.id)?.warnings() {
+        for line in w.to_string().lines() {
+            outln!("  warning      {line}");
+        }
+    }
+    outln!("  predictions  {}", s.intervals.describe());
+    match s.published.points {
+        0 => outln!("  points       {} calibration point(s), none published", s.calibration_points.len()),
+        _ => outln!("  points       {}", s.published.describe()),
+    }
     for p in &s.calibration_points {
         let mut notes = vec![p.class.clone()];
         if p.held_out {

@@ -62,7 +62,8 @@ fn threads_arg(s: &str) -> Result<std::ops::RangeInclusive<u32>, String> {
 /// Run `predict`.
 pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
     let shape = a.shape.resolve()?;
-    let device = devices.get(&a.device)?;
+    let with_classes = devices.with_classes(std::slice::from_ref(&a.device))?;
+    let device = with_classes.get(&a.device)?;
     let classed;
     let device = match &a.engine_class {
         Some(c) => {
@@ -137,10 +138,10 @@ pub fn run(a: &PredictArgs, devices: &Devices) -> pocketbench::Result<Code> {
             ninety(b.decode_tok_s_low, b.decode_tok_s_high, 1, " tok/s")
         );
         outln!(
-            "  prefill       {:>9.1} tok/s   time to first token {:.0} ms{}{}",
+            "  prefill       {:>9.1} tok/s  {} time to first token {:.0} ms{}",
             r.prefill_tok_s,
+            ninety(b.prefill_tok_s_low, b.prefill_tok_s_high, 0, ""),
             r.ttft_ms,
-            ninety(b.prefill_tok_s_low, b.prefill_tok_s_high, 1, " tok/s"),
             ninety(r.ttft_ms_low, r.ttft_ms_high, 0, " ms")
         );
         outln!(

@@ -406,6 +406,7 @@ pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device 
         },
         (Some(_), false) => CalibrationState::Stale,
     };
+    let warnings = contradictions(c.points.iter().chain(&c.class_points));
     let (reference_workload, points, class_points) = (c.reference_workload, c.points, c.class_points);
     Device {
         profile,
@@ -419,6 +420,7 @@ pub(super) fn build(profile: ProfileToml, origin: Origin, c: Checked) -> Device 
         state,
         based_on: None,
         basis: Default::default(),
+        warnings,
     }
 }
 
@@ -437,6 +439,47 @@ fn point_label(spec: &crate::arch::ShapeSpec, shape: &Shape) -> String {
         (Some(p), false) => format!("{p} ({})", overrides.join(", ")),
         (None, _) => shape.to_string(),
     }
+}
+
+/// Two points of one engine class, configuration and workload whose
+/// figure differs by more than this factor contradict each other: no
+/// interval of either would hold the other.
+pub const CONTRADICTION: f64 = 1.5;
+
+/// `(key, message)` for each figure two points of the same class,
+/// configuration and workload give more than [`CONTRADICTION`] apart: the
+/// profile carries a warning, never a silent average.
+fn contradictions<'a>(points: impl Iterator<Item = &'a CalPoint>) -> Vec<(String, String)> {
+    let points: Vec<&CalPoint> = points.collect();
+    let mut out = Vec::new();
+    for (i, a) in points.iter().enumerate() {
+        for b in &points[i + 1..] {
+            if a.class != b.class || a.shape != b.shape || a.workload != b.workload {
+                continue;
+            }
+            let figures = [
+                ("decode", a.decode_tok_s, b.decode_tok_s),
+                ("prefill", a.prefill_tok_s, b.prefill_tok_s),
+                ("peak-memory", a.peak_memory, b.peak_memory),
+                ("energy", a.energy_j, b.energy_j),
+            ];
+            for (key, x, y) in figures {
+                let (Some(x), Some(y)) = (x, y) else { continue };
+                if x.max(y) / x.min(y) > CONTRADICTION {
+                    out.push((
+                        format!("calibration[{}].{key}", b.index),
+                        format!(
+                            "contradicts calibration[{}] ({x} against {y} for {} at the same workload, x{:.2} apart): check both sources; a fit of both lands between them",
+                            a.index,
+                            a.label,
+                            x.max(y) / x.min(y)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A point as the fit reads it: where it is printed, and what its source

@@ -310,6 +310,9 @@ pub struct Device {
     based_on: Option<Box<BasedOn>>,
     /// Its fit's own error, computed when a prediction first needs it.
     basis: crate::interval::BasisCell,
+    /// What the profile holds that does not stop it loading: points that
+    /// contradict each other (`(key, message)`).
+    warnings: Vec<(String, String)>,
 }
 
 /// An engine class on a backend, as points and predictions name it.
@@ -453,6 +456,30 @@ impl Device {
         e.class = Some(class.to_string());
         e.backend = backend;
         d
+    }
+
+    /// What its profile holds that does not stop it loading (points that
+    /// contradict each other), each at its key's line where the text can
+    /// be read.
+    pub fn warnings(&self) -> Option<ProfileError> {
+        if self.warnings.is_empty() {
+            return None;
+        }
+        let e = ProfileError { file: self.origin.to_string(), problems: self.warnings.clone(), positions: Vec::new() };
+        Some(match home::text_of(&self.origin) {
+            Ok(text) => e.located(&text),
+            Err(_) => e,
+        })
+    }
+
+    /// This device under another id (a sweep's `ID@CLASS`), named for its
+    /// engine.
+    pub(crate) fn renamed(mut self, id: &str) -> Device {
+        let class = self.class_label();
+        let m = &mut self.profile.device;
+        m.name = format!("{} ({class})", m.name);
+        m.id = id.to_string();
+        self
     }
 
     /// The engine class and backend of its own figures, as "mnn on cpu".

@@ -293,6 +293,24 @@ impl Devices {
     pub fn select(&self, ids: &[String]) -> Result<Vec<&Device>, Error> {
         ids.iter().map(|id| self.get(id)).collect()
     }
+
+    /// These devices and, for every id of `ids` written `ID@CLASS` or
+    /// `ID@CLASS/BACKEND` (a sweep's device list), device `ID` predicting
+    /// for that engine class ([`crate::calibrate::classes::for_class`]),
+    /// under that very id.
+    pub fn with_classes(&self, ids: &[String]) -> Result<Devices, Error> {
+        let mut out = self.clone();
+        for id in ids {
+            let Some((base, class)) = id.split_once('@') else { continue };
+            if out.list.iter().any(|d| d.id() == id) {
+                continue;
+            }
+            let d = crate::calibrate::classes::for_class(self.get(base)?, class)
+                .map_err(|e| Error::usage(format!("device `{id}`: {e}")))?;
+            out.list.push(d.renamed(id));
+        }
+        Ok(out)
+    }
 }
 
 /// A profile based on another, waiting for its parent.

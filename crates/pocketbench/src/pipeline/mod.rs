@@ -61,6 +61,10 @@ pub fn run_request(
     if let Some(s) = request.shard {
         plan.shard(s);
     }
+    // `ID@CLASS` in the device list: device ID predicting for another of
+    // its engine classes.
+    let classed = devices.with_classes(&plan.devices)?;
+    let devices = &classed;
     // The host joins a sweep none of whose devices can be measured here, so
     // that its report shows predicted against measured.
     if request.measure.is_some() && request.options.devices.is_none() {

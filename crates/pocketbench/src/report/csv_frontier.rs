@@ -37,6 +37,13 @@ const HEADER: &[&str] = &[
     "energy_j_per_run_high",
     "prefill_energy_share",
     "energy_certainty",
+    "decode_tok_s_low",
+    "decode_tok_s_high",
+    "prefill_tok_s_low",
+    "prefill_tok_s_high",
+    "peak_mem_increase_mb_low",
+    "peak_mem_increase_mb_high",
+    "low_confidence",
 ];
 
 impl Exporter for FrontierCsv {
@@ -85,6 +92,13 @@ impl Exporter for FrontierCsv {
                     o(r.energy_j_per_run_high, 4),
                     o(r.prefill_energy_share, 4),
                     r.budgets.energy.certainty.map_or(String::new(), |c| c.as_str().to_string()),
+                    o(r.bounds.decode_tok_s_low, 2),
+                    o(r.bounds.decode_tok_s_high, 2),
+                    o(r.bounds.prefill_tok_s_low, 2),
+                    o(r.bounds.prefill_tok_s_high, 2),
+                    o(r.bounds.peak_mem_increase_mb_low, 2),
+                    o(r.bounds.peak_mem_increase_mb_high, 2),
+                    r.bounds.low_confidence.map_or(String::new(), |b| b.to_string()),
                 ])
                 .map_err(err)?;
             }

@@ -30,12 +30,12 @@ fn provenance_note(report: &SweepReport) -> String {
 
 fn line(r: &Record) -> String {
     format!(
-        "`{}` {}: {} params, capability {:.1}, {:.0} tok/s decode, time to first token {}, {:.0} MB peak, {} ({})",
+        "`{}` {}: {} params, capability {:.1}, {} tok/s decode, time to first token {}, {:.0} MB peak, {} ({})",
         r.config_id,
         r.config_name,
         ParamCount(r.params_total as f64),
         r.capability,
-        r.decode_tok_s,
+        super::decode_text(r),
         super::ttft_text(r),
         r.peak_mem_increase_mb,
         super::energy_text(r),
@@ -179,12 +179,12 @@ fn frontier_table(s: &mut String, rows: &[&Record]) {
     for r in rows.iter().take(MAX_ROWS) {
         let _ = writeln!(
             s,
-            "| {} | `{}` | {} | {:.1} | {:.0} | {} | {:.0} | {} | {} |",
+            "| {} | `{}` | {} | {:.1} | {} | {} | {:.0} | {} | {} |",
             r.config_name,
             r.config_id,
             ParamCount(r.params_total as f64),
             r.capability,
-            r.decode_tok_s,
+            super::decode_text(r),
             super::ttft_text(r),
             r.peak_mem_increase_mb,
             super::energy_text(r),

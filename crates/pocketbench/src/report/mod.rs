@@ -24,6 +24,21 @@ use crate::pareto::Objective;
 use crate::record::Record;
 use crate::sweep::{Outcome, Plan};
 
+/// A record's decode for tables: the value, and for a prediction its 90%
+/// interval and "low confidence" where few points stand behind it
+/// ("355 (200-631, low confidence)").
+pub(crate) fn decode_text(r: &Record) -> String {
+    let b = &r.bounds;
+    let mut notes: Vec<String> = spread(b.decode_tok_s_low, b.decode_tok_s_high, 0).into_iter().collect();
+    if b.low_confidence == Some(true) {
+        notes.push("low confidence".into());
+    }
+    match notes.is_empty() {
+        true => format!("{:.0}", r.decode_tok_s),
+        false => format!("{:.0} ({})", r.decode_tok_s, notes.join(", ")),
+    }
+}
+
 /// A record's energy per run for tables: the value, its range where the
 /// profile's priors give one ("0.81 J/run (0.41-2.43)"), the share spent in
 /// prefill, and "uncertain" where the range crosses the budget.

@@ -42,6 +42,13 @@ pub fn for_device(device: &Device) -> Result<Box<dyn Runner>, Error> {
 /// executable (`gate --measure --baseline-probe`): only a local device
 /// takes one.
 pub fn for_device_with(device: &Device, probe: Option<&Path>) -> Result<Box<dyn Runner>, Error> {
+    if let Some((base, class)) = device.id().split_once('@') {
+        return Err(Error::usage(format!(
+            "`{}` predicts engine class `{class}` from published points; pocketbench's probe runs its own engine, so \
+             measure `{base}` instead",
+            device.id()
+        )));
+    }
     match (&device.profile().transport, probe) {
         (Transport::Local, exe) => {
             let exe = match exe {

@@ -48,7 +48,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, name, engine, profile_digest, calibration, budget_decode_tok_s, budget_memory_mb, \
-                 budget_energy_j, leave_one_out FROM devices ORDER BY position",
+                 budget_energy_j, leave_one_out, published, intervals FROM devices ORDER BY position",
             )
             .map_err(|e| self.err(e))?;
         let rows = st
@@ -63,6 +63,8 @@ impl Store {
                         budget_memory_mb: r.get(6)?,
                         budget_energy_j: r.get(7)?,
                         leave_one_out: r.get(8)?,
+                        published: r.get(9)?,
+                        intervals: r.get(10)?,
                         ..DeviceSummary::default()
                     },
                     profile_digest: r.get(3)?,

@@ -77,6 +77,8 @@ pub(super) const RESULT_COLUMNS: &[&str] = &[
     "peak_mem_increase_mb_low",
     "peak_mem_increase_mb_high",
     "low_confidence",
+    "decode_certainty",
+    "memory_certainty",
 ];
 
 /// A unit-like enum's serde name ("pass", "measured").
@@ -186,6 +188,8 @@ pub(super) fn insert_record(
         rec.bounds.peak_mem_increase_mb_low,
         rec.bounds.peak_mem_increase_mb_high,
         rec.bounds.low_confidence,
+        d.certainty.map(Certainty::as_str),
+        m.certainty.map(Certainty::as_str),
     ])
 }
 
@@ -296,8 +300,14 @@ pub(super) fn record_from_row(row: &Row, calibrations: &HashMap<i64, Calibration
         capability: row.get(23)?,
         capability_source: row.get(24)?,
         budgets: Verdicts {
-            decode: verdict(row, 25)?,
-            memory: verdict(row, 29)?,
+            decode: Verdict {
+                certainty: certainty_of(row.get_ref("decode_certainty")?.as_str_or_null()?)?,
+                ..verdict(row, 25)?
+            },
+            memory: Verdict {
+                certainty: certainty_of(row.get_ref("memory_certainty")?.as_str_or_null()?)?,
+                ..verdict(row, 29)?
+            },
             energy: Verdict { certainty: certainty_of(row.get_ref(45)?.as_str_or_null()?)?, ..verdict(row, 33)? },
         },
         feasible: row.get(37)?,

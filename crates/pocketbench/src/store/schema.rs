@@ -4,10 +4,22 @@
 //! edited: a change is a new entry.
 
 /// The schema version this build writes.
-pub const VERSION: i64 = 6;
+pub const VERSION: i64 = 7;
 
 /// Migration `i` takes version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+
+/// Version 7: each device's published points counted, its other engine
+/// classes, and what its predictions' intervals rest on (one line each),
+/// for its card in the report; and how sure a prediction's decode and
+/// memory verdicts are over their intervals. Rows stored before read them
+/// as unknown (null).
+const V7: &str = r#"
+ALTER TABLE devices ADD COLUMN published TEXT;
+ALTER TABLE devices ADD COLUMN intervals TEXT;
+ALTER TABLE results ADD COLUMN decode_certainty TEXT;
+ALTER TABLE results ADD COLUMN memory_certainty TEXT;
+"#;
 
 /// Version 6: a prediction's 90% intervals of decode, prefill and peak
 /// memory, and whether it rests on too few points (issue 44). Rows written

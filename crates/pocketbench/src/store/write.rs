@@ -78,7 +78,8 @@ impl Store {
             let mut st = tx
                 .prepare(
                     "INSERT INTO devices (id, position, name, engine, profile_digest, calibration, budget_decode_tok_s, \
-                     budget_memory_mb, budget_energy_j, leave_one_out) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     budget_memory_mb, budget_energy_j, leave_one_out, published, intervals) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )
                 .map_err(e)?;
             for (i, d) in devices.iter().enumerate() {
@@ -93,7 +94,9 @@ impl Store {
                     h.budget_decode_tok_s,
                     h.budget_memory_mb,
                     h.budget_energy_j,
-                    h.leave_one_out
+                    h.leave_one_out,
+                    h.published,
+                    h.intervals
                 ])
                 .map_err(e)?;
             }

@@ -178,6 +178,13 @@ fn summary_cards(s: &mut String, report: &SweepReport) {
             let class = if loo.starts_with("the points disagree") { "warn" } else { "muted" };
             let _ = write!(s, "<p class=\"{class}\"><b>Leave-one-out:</b> {}.</p>", escape(loo));
         }
+        if let Some(i) = &d.intervals {
+            let class = if i.contains("LOW confidence") { "warn" } else { "muted" };
+            let _ = write!(s, "<p class=\"{class}\"><b>Predictions:</b> {}.</p>", escape(i));
+        }
+        if let Some(p) = &d.published {
+            let _ = write!(s, "<p class=\"muted\"><b>Published points:</b> {}.</p>", escape(p));
+        }
         let cal = &d.calibration;
         let odd = needs_calibration(cal);
         let _ = write!(s, "<p class=\"{}\">Calibration: {}</p></div>", if odd { "warn" } else { "muted" }, escape(cal));
@@ -289,7 +296,7 @@ fn results_table(s: &mut String, report: &SweepReport) {
     }
     s.push_str(
         "<div class=\"scroll\"><table id=\"results\"><thead><tr><th>device</th><th>configuration</th><th>id</th>\
-         <th class=\"n\">params</th><th class=\"n\">capability</th><th class=\"n\">decode tok/s</th><th class=\"n\">prefill tok/s</th>\
+         <th class=\"n\">params</th><th class=\"n\">capability</th><th class=\"n\">decode tok/s</th><th class=\"n\">decode 90%</th><th class=\"n\">prefill tok/s</th>\
          <th class=\"n\">TTFT ms</th><th class=\"n\">peak MB</th><th class=\"n\">J/run</th><th class=\"n\">J/run range</th>\
          <th class=\"n\">energy in prefill</th><th>feasible</th><th>frontier</th>\
          <th>figures</th></tr></thead><tbody>",
@@ -298,7 +305,7 @@ fn results_table(s: &mut String, report: &SweepReport) {
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\">{:.1}</td>\
-             <td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.1}</td>\
+             <td class=\"n\">{:.0}</td><td class=\"n\">{}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.1}</td>\
              <td class=\"n\">{:.2}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&r.device),
             escape(&r.config_name),
@@ -307,6 +314,11 @@ fn results_table(s: &mut String, report: &SweepReport) {
             ParamCount(r.params_total as f64),
             r.capability,
             r.decode_tok_s,
+            {
+                let b = &r.bounds;
+                let low = if b.low_confidence == Some(true) { " <b>low confidence</b>" } else { "" };
+                crate::report::spread(b.decode_tok_s_low, b.decode_tok_s_high, 0).map_or(String::new(), |s| s + low)
+            },
             r.prefill_tok_s,
             r.ttft_ms,
             r.peak_mem_increase_mb,
@@ -316,11 +328,18 @@ fn results_table(s: &mut String, report: &SweepReport) {
                 _ => String::new(),
             },
             r.prefill_energy_share.map_or(String::new(), |s| format!("{:.0}%", s * 100.0)),
-            match (r.feasible, r.budgets.energy.certainty) {
-                (true, Some(crate::budget::Certainty::Uncertain)) => "yes (energy uncertain)",
-                (false, Some(crate::budget::Certainty::Uncertain)) => "no (energy uncertain)",
-                (true, _) => "yes",
-                (false, _) => "no",
+            {
+                let v = &r.budgets;
+                let unsure: Vec<&str> = [("decode", v.decode), ("memory", v.memory), ("energy", v.energy)]
+                    .into_iter()
+                    .filter(|(_, v)| v.certainty == Some(crate::budget::Certainty::Uncertain))
+                    .map(|(k, _)| k)
+                    .collect();
+                let yes = if r.feasible { "yes" } else { "no" };
+                match unsure.is_empty() {
+                    true => yes.to_string(),
+                    false => format!("{yes} ({} uncertain)", unsure.join(", ")),
+                }
             },
             if r.on_frontier { "yes" } else { "" },
             escape(r.provenance_label())
