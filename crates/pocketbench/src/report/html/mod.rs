@@ -192,6 +192,11 @@ fn summary_cards(s: &mut String, report: &SweepReport) {
     s.push_str("</div>");
 }
 
+/// A cell's ` title="90% lo-hi"` where a prediction has an interval.
+fn ninety_title(lo: Option<f64>, hi: Option<f64>, decimals: usize) -> String {
+    crate::report::spread(lo, hi, decimals).map_or(String::new(), |s| format!(" title=\"90% interval {s}\""))
+}
+
 /// A measurement's output fingerprint; red when its repetitions disagree.
 fn output_cell(m: &crate::record::Measurement) -> String {
     match (&m.output, m.invalid()) {
@@ -305,7 +310,7 @@ fn results_table(s: &mut String, report: &SweepReport) {
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\">{:.1}</td>\
-             <td class=\"n\">{:.0}</td><td class=\"n\">{}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.1}</td>\
+             <td class=\"n\">{:.0}</td><td class=\"n\">{}</td><td class=\"n\"{}>{:.0}</td><td class=\"n\"{}>{:.0}</td><td class=\"n\"{}>{:.1}</td>\
              <td class=\"n\">{:.2}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&r.device),
             escape(&r.config_name),
@@ -319,8 +324,11 @@ fn results_table(s: &mut String, report: &SweepReport) {
                 let low = if b.low_confidence == Some(true) { " <b>low confidence</b>" } else { "" };
                 crate::report::spread(b.decode_tok_s_low, b.decode_tok_s_high, 0).map_or(String::new(), |s| s + low)
             },
+            ninety_title(r.bounds.prefill_tok_s_low, r.bounds.prefill_tok_s_high, 0),
             r.prefill_tok_s,
+            ninety_title(r.ttft_ms_low, r.ttft_ms_high, 0),
             r.ttft_ms,
+            ninety_title(r.bounds.peak_mem_increase_mb_low, r.bounds.peak_mem_increase_mb_high, 1),
             r.peak_mem_increase_mb,
             r.energy_j_per_run,
             match (r.energy_j_per_run_low, r.energy_j_per_run_high) {
