@@ -46,6 +46,10 @@ pub struct ProcessRow {
     /// Median decode tok/s at the series' reference bandwidth
     /// ([`crate::trust::BandwidthFit`]), where a fit could be made.
     pub adjusted_tok_s: Option<f64>,
+    /// The kernels the process chose at start-up (the head of its
+    /// `methods.kernels`, without the timings), where the engine records
+    /// them: processes that chose differently are not one engine.
+    pub kernels: Option<String>,
     /// (tok/s, same-moment GB/s) of the summarized repetitions.
     #[serde(skip)]
     kept: Vec<(f64, f64)>,
@@ -67,10 +71,17 @@ impl ProcessRow {
             contended: m.contended,
             drifted: m.drifted,
             adjusted_tok_s: None,
+            kernels: m.probe.methods.get("kernels").map(|k| kernels_head(k).to_string()),
             kept: crate::trust::decode_and_bandwidth(&m.probe, false),
             all: crate::trust::decode_and_bandwidth(&m.probe, true),
         })
     }
+}
+
+/// The choice in a `methods.kernels` line, without how it was made (the
+/// parenthesis of timings that follows it).
+pub fn kernels_head(line: &str) -> &str {
+    line.split_once(" (").map_or(line, |(head, _)| head)
 }
 
 /// One engine's processes and their spread.
@@ -92,6 +103,9 @@ pub struct Series {
     pub cv_adjusted: Option<f64>,
     /// Processes that failed, with why.
     pub failed: Vec<String>,
+    /// Each start-up kernel choice the processes made and how many made
+    /// it, most common first, where they made more than one.
+    pub kernel_choices: Vec<(String, usize)>,
 }
 
 impl Series {
@@ -104,6 +118,7 @@ impl Series {
             bandwidth_fit: None,
             cv_adjusted: None,
             failed: Vec::new(),
+            kernel_choices: Vec::new(),
         }
     }
 
@@ -115,6 +130,15 @@ impl Series {
         self.bandwidth_gb_s = crate::trust::range(&bw);
         let every: Vec<(f64, f64)> = self.processes.iter().flat_map(|p| p.all.iter().copied()).collect();
         self.bandwidth_fit = BandwidthFit::of(&every);
+        let mut choices: Vec<(String, usize)> = Vec::new();
+        for k in self.processes.iter().filter_map(|p| p.kernels.as_ref()) {
+            match choices.iter_mut().find(|(c, _)| c == k) {
+                Some((_, n)) => *n += 1,
+                None => choices.push((k.clone(), 1)),
+            }
+        }
+        choices.sort_by(|a, b| b.1.cmp(&a.1));
+        self.kernel_choices = if choices.len() > 1 { choices } else { Vec::new() };
         if let Some(f) = self.bandwidth_fit {
             for p in &mut self.processes {
                 let at: Vec<f64> = p.kept.iter().map(|(t, bw)| f.adjust(*t, *bw)).collect();
@@ -228,5 +252,48 @@ mod tests {
         let c = cv(&[9.0, 10.0, 11.0]).unwrap();
         assert!((c - 0.1).abs() < 1e-12, "{c}");
         assert_eq!(cv(&[5.0, 5.0]), Some(0.0));
+    }
+
+    #[test]
+    fn a_kernels_line_is_cut_before_its_timings() {
+        let line = "avx512-vnni matrix-vector, prefetch off, avx512-vnni-16row prefill tiles, 512-bit attention \
+                    (fastest at start-up on 2 thread(s): per 8x32 block avx2 1.00 ns)";
+        assert_eq!(
+            kernels_head(line),
+            "avx512-vnni matrix-vector, prefetch off, avx512-vnni-16row prefill tiles, 512-bit attention"
+        );
+        assert_eq!(kernels_head("avx2"), "avx2");
+    }
+
+    fn row(tok_s: f64, kernels: &str) -> ProcessRow {
+        ProcessRow {
+            engine: "candle".into(),
+            decode_tok_s: tok_s,
+            reps: 5,
+            precision: None,
+            efficiency: None,
+            bandwidth_gb_s: None,
+            contended: false,
+            drifted: false,
+            adjusted_tok_s: None,
+            kernels: Some(kernels.into()),
+            kept: Vec::new(),
+            all: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn processes_that_chose_other_kernels_are_counted_most_common_first() {
+        let mut s = Series::new();
+        s.processes =
+            vec![row(330.0, "a, prefetch off"), row(280.0, "a, prefetch 9216 B ahead"), row(331.0, "a, prefetch off")];
+        s.finish();
+        assert_eq!(
+            s.kernel_choices,
+            vec![("a, prefetch off".to_string(), 2), ("a, prefetch 9216 B ahead".to_string(), 1)]
+        );
+        s.processes.remove(1);
+        s.finish();
+        assert!(s.kernel_choices.is_empty(), "one choice is not worth a line");
     }
 }

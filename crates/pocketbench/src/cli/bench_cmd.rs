@@ -156,6 +156,15 @@ fn print_series(name: &str, s: &Series) -> pocketbench::Result<()> {
     for f in &s.failed {
         outln!("  failed: {f}");
     }
+    if let [(common, _), ..] = &s.kernel_choices[..] {
+        outln!("  the processes chose their kernels differently at start-up (the spread includes that):");
+        for (i, p) in s.processes.iter().enumerate() {
+            if let Some(k) = p.kernels.as_ref().filter(|k| *k != common) {
+                outln!("    process {}: {k}", i + 1);
+            }
+        }
+        outln!("    the others: {common}");
+    }
     outln!(
         "  CV across processes: decode {}, efficiency {}, decode at the reference bandwidth {}; bandwidth seen {}",
         pct(s.cv_decode),

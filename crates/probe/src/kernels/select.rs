@@ -126,8 +126,13 @@ impl Choice {
         let list = |ts: &[(X8, f64)]| {
             ts.iter().map(|(v, ns)| format!("{} {ns:.2} ns", v.name())).collect::<Vec<_>>().join(", ")
         };
+        let prefetch = match (self.prefetch_timings.is_empty(), self.prefetch) {
+            (true, _) => String::new(),
+            (false, 0) => ", prefetch off".to_string(),
+            (false, b) => format!(", prefetch {b} B ahead"),
+        };
         let mut s = format!(
-            "{} matrix-vector, {} prefill tiles, {}-bit attention ({}",
+            "{} matrix-vector{prefetch}, {} prefill tiles, {}-bit attention ({}",
             self.variant.name(),
             self.tile.name(),
             if self.attention_512 { 512 } else { 256 },
@@ -154,11 +159,7 @@ impl Choice {
                     b => format!("{b} B {ms:.2} ms"),
                 })
                 .collect();
-            s += &match self.prefetch {
-                0 => "; prefetch off".to_string(),
-                b => format!("; prefetch {b} B ahead"),
-            };
-            s += &format!(" (a pass over the largest matrix: {})", ts.join(", "));
+            s += &format!("; a pass over the largest matrix by prefetch: {}", ts.join(", "));
         }
         s + ")"
     }
