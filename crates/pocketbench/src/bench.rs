@@ -137,7 +137,7 @@ impl Series {
                 None => choices.push((k.clone(), 1)),
             }
         }
-        choices.sort_by(|a, b| b.1.cmp(&a.1));
+        choices.sort_by_key(|c| std::cmp::Reverse(c.1));
         self.kernel_choices = if choices.len() > 1 { choices } else { Vec::new() };
         if let Some(f) = self.bandwidth_fit {
             for p in &mut self.processes {

@@ -236,14 +236,7 @@ impl BandwidthFit {
         if !groups.iter().any(|g| g.len() >= 2 && spread(g) >= MIN_FIT_SPREAD) {
             return None;
         }
-        let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-        for g in groups.iter().filter(|g| !g.is_empty()) {
-            let n = g.len() as f64;
-            let (mx, my) = (g.iter().map(|p| p.0).sum::<f64>() / n, g.iter().map(|p| p.1).sum::<f64>() / n);
-            sxy += g.iter().map(|(x, y)| (x - mx) * (y - my)).sum::<f64>();
-            sxx += g.iter().map(|(x, _)| (x - mx).powi(2)).sum::<f64>();
-            syy += g.iter().map(|(_, y)| (y - my).powi(2)).sum::<f64>();
-        }
+        let (sxy, sxx, syy) = within_sums(&groups);
         let b = sxy / sxx;
         let r = sxy / (sxx * syy).sqrt();
         if !(b > 0.0 && r >= MIN_FIT_R) {
@@ -268,6 +261,72 @@ impl BandwidthFit {
     pub fn adjust(&self, tok_s: f64, bw_gb_s: f64) -> f64 {
         let b = self.bound_mb / 1e3;
         1.0 / (1.0 / tok_s - b * (1.0 / bw_gb_s - 1.0 / self.reference_gb_s))
+    }
+}
+
+/// The sums of cross-products and of squares of `(x, y)` about each
+/// group's own means (the within-group terms of an analysis of
+/// covariance): `(Sxy, Sxx, Syy)`.
+fn within_sums(groups: &[Vec<(f64, f64)>]) -> (f64, f64, f64) {
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for g in groups.iter().filter(|g| !g.is_empty()) {
+        let n = g.len() as f64;
+        let (mx, my) = (g.iter().map(|p| p.0).sum::<f64>() / n, g.iter().map(|p| p.1).sum::<f64>() / n);
+        sxy += g.iter().map(|(x, y)| (x - mx) * (y - my)).sum::<f64>();
+        sxx += g.iter().map(|(x, _)| (x - mx).powi(2)).sum::<f64>();
+        syy += g.iter().map(|(_, y)| (y - my).powi(2)).sum::<f64>();
+    }
+    (sxy, sxx, syy)
+}
+
+/// How strongly decode speed follows the same-moment bandwidth across many
+/// jobs of different sizes: `tok/s ~ bw^e`, one exponent `e` fitted on
+/// logarithms within each job (each keeps its own level, as in
+/// [`BandwidthFit::within`]). A [`BandwidthFit`] needs a job's own eight
+/// repetitions over a spread of bandwidth; a quick calibration gives each
+/// job a few, but has dozens of jobs that together span the machine's
+/// moves. `e` is 1 for an engine wholly at the memory's pace, 0 for one
+/// that never waits on it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Elasticity {
+    /// The exponent.
+    pub e: f64,
+    /// Pearson's r of log tok/s against log bandwidth within the jobs.
+    pub r: f64,
+    /// Repetitions fitted.
+    pub points: usize,
+}
+
+impl Elasticity {
+    /// Fit over each job's (decode tok/s, same-moment GB/s) pairs; `None`
+    /// on the same grounds as [`BandwidthFit::within`].
+    pub fn within(groups: &[&[(f64, f64)]]) -> Option<Elasticity> {
+        let groups: Vec<Vec<(f64, f64)>> = groups
+            .iter()
+            .map(|g| {
+                g.iter()
+                    .filter(|(t, b)| t.is_finite() && b.is_finite() && *t > 0.0 && *b > 0.0)
+                    .map(|(tok_s, bw)| (bw.ln(), tok_s.ln()))
+                    .collect()
+            })
+            .collect();
+        let points: usize = groups.iter().map(Vec::len).sum();
+        let spread = |g: &[(f64, f64)]| {
+            g.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max)
+                - g.iter().map(|p| p.0).fold(f64::INFINITY, f64::min)
+        };
+        if points < MIN_FIT_POINTS || !groups.iter().any(|g| g.len() >= 2 && spread(g) >= MIN_FIT_SPREAD.ln()) {
+            return None;
+        }
+        let (sxy, sxx, syy) = within_sums(&groups);
+        let (e, r) = (sxy / sxx, sxy / (sxx * syy).sqrt());
+        (e > 0.0 && r >= MIN_FIT_R).then_some(Elasticity { e, r, points })
+    }
+
+    /// `tok_s`, measured at `bw`, as it would have been at `reference`
+    /// (any one unit for both).
+    pub fn adjust(&self, tok_s: f64, bw: f64, reference: f64) -> f64 {
+        tok_s * (reference / bw).powf(self.e)
     }
 }
 
@@ -320,6 +379,27 @@ mod tests {
         assert_eq!(BandwidthFit::of(&pts[..7]), None);
         let flat: Vec<(f64, f64)> = bws.iter().enumerate().map(|(i, bw)| (200.0 + (i % 3) as f64, *bw)).collect();
         assert_eq!(BandwidthFit::of(&flat), None);
+    }
+
+    #[test]
+    fn an_elasticity_is_fitted_within_jobs_and_refused_without_enough_to_fit() {
+        // Two jobs of different sizes, each following bw^0.4 at its own level.
+        let job =
+            |level: f64, bws: &[f64]| -> Vec<(f64, f64)> { bws.iter().map(|b| (level * b.powf(0.4), *b)).collect() };
+        let (small, big) = (job(100.0, &[30.0, 40.0, 55.0, 60.0]), job(20.0, &[28.0, 35.0, 50.0, 62.0]));
+        let e = Elasticity::within(&[&small, &big]).unwrap();
+        assert!((e.e - 0.4).abs() < 1e-9 && e.r > 0.999 && e.points == 8, "{e:?}");
+        // Taken to 60 GB/s, the small job's repetition at 30 GB/s reads as its one at 60.
+        assert!((e.adjust(small[0].0, 30.0, 60.0) - small[3].0).abs() < 1e-9);
+        assert_eq!(Elasticity::within(&[&small]), None, "fewer than 8 repetitions");
+        let still: Vec<(f64, f64)> = (0..8).map(|i| (100.0 + i as f64, 40.0 + (i % 2) as f64)).collect();
+        assert_eq!(Elasticity::within(&[&still]), None, "a bandwidth that did not move");
+        let deaf: Vec<(f64, f64)> = [30.0, 60.0, 30.0, 60.0, 30.0, 60.0, 30.0, 60.0]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (if i < 4 { 100.0 } else { 90.0 }, *b))
+            .collect();
+        assert_eq!(Elasticity::within(&[&deaf]), None, "a speed that does not follow it");
     }
 
     #[test]

@@ -332,7 +332,8 @@ pub fn calibrate_host(
             cache.display()
         ))
     })?;
-    let repeatability = repeatability(&measured.decode_spreads, &measured.decode_halves, DECODE_TOLERANCE);
+    let repeatability =
+        repeatability(&measured.decode_spreads, &measured.decode_halves, measured.elasticity, DECODE_TOLERANCE);
     let held: Vec<Residual> = calibration.residuals.iter().filter(|r| r.holdout).cloned().collect();
     let held_out: Vec<Accuracy> = [("decode", DECODE_TOLERANCE), ("peak-memory", MEMORY_TOLERANCE)]
         .into_iter()
@@ -494,7 +495,8 @@ pub fn check_host(
             .into_iter()
             .filter_map(|(metric, tolerance)| accuracy(&residuals, metric, tolerance))
             .collect();
-    let repeatability = repeatability(&measured.decode_spreads, &measured.decode_halves, DECODE_TOLERANCE);
+    let repeatability =
+        repeatability(&measured.decode_spreads, &measured.decode_halves, measured.elasticity, DECODE_TOLERANCE);
     let drift = summarize_drift(checked.drifts, &residuals, DECODE_TOLERANCE);
     Ok(Checked {
         device: id.into(),

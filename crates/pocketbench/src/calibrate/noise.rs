@@ -64,10 +64,14 @@ impl Noise {
         match e.repeatability {
             Some(r) => {
                 let clause = format!(
-                    "split-half: {} of {} job(s) within {:.0}%",
+                    "split-half: {} of {} job(s) within {:.0}%{}",
                     r.halves_agree,
                     r.jobs,
-                    r.split_half_tolerance * 100.0
+                    r.split_half_tolerance * 100.0,
+                    match r.halves_at_bandwidth {
+                        0 => String::new(),
+                        n => format!(" ({n} at one bandwidth; {} as measured)", r.halves_agree_raw),
+                    }
                 );
                 if (r.halves_agree as f64) < MIN_SPLIT_HALF_SHARE * r.jobs as f64 {
                     reasons.push(format!("{clause}, below {:.0}%", MIN_SPLIT_HALF_SHARE * 100.0));
@@ -154,6 +158,9 @@ mod tests {
             median_spread: 0.02,
             worst_spread: 0.1,
             halves_agree: agree,
+            halves_at_bandwidth: 0,
+            halves_agree_raw: agree,
+            elasticity: None,
             split_half_tolerance: 0.05,
         };
         let good = rep(33);

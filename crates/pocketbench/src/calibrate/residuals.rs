@@ -149,6 +149,14 @@ pub struct Repeatability {
     /// its own jobs the machine reproduces, a ceiling any check of as many
     /// rounds is unlikely to beat.
     pub halves_agree: usize,
+    /// Of them, jobs whose halves were compared at one bandwidth
+    /// ([`super::session::Half::at_bandwidth`]); the others as measured.
+    pub halves_at_bandwidth: usize,
+    /// Jobs whose halves agree as measured, the machine's moves left in.
+    pub halves_agree_raw: usize,
+    /// How decode followed the bandwidth within the jobs, which took
+    /// their halves to one bandwidth (none: they were compared as measured).
+    pub elasticity: Option<crate::trust::Elasticity>,
     /// The split-half tolerance ([`SPLIT_HALF_TOLERANCE`]).
     pub split_half_tolerance: f64,
 }
@@ -160,14 +168,22 @@ pub const SPLIT_HALF_TOLERANCE: f64 = 0.05;
 /// The [`Repeatability`] of `spreads` and `halves` (the same jobs'
 /// [`super::session::Measured`] figures) against `tolerance`; `None` with no
 /// job measured twice.
-pub fn repeatability(spreads: &[f64], halves: &[f64], tolerance: f64) -> Option<Repeatability> {
+pub fn repeatability(
+    spreads: &[f64],
+    halves: &[super::session::Half],
+    elasticity: Option<crate::trust::Elasticity>,
+    tolerance: f64,
+) -> Option<Repeatability> {
     (!spreads.is_empty()).then(|| Repeatability {
         jobs: spreads.len(),
         tolerance,
         wider: spreads.iter().filter(|s| **s > tolerance).count(),
         median_spread: crate::stats::median(spreads),
         worst_spread: spreads.iter().copied().fold(0.0, f64::max),
-        halves_agree: halves.iter().filter(|h| **h <= SPLIT_HALF_TOLERANCE).count(),
+        halves_agree: halves.iter().filter(|h| h.judged() <= SPLIT_HALF_TOLERANCE).count(),
+        halves_at_bandwidth: halves.iter().filter(|h| h.at_bandwidth.is_some()).count(),
+        halves_agree_raw: halves.iter().filter(|h| h.raw <= SPLIT_HALF_TOLERANCE).count(),
+        elasticity,
         split_half_tolerance: SPLIT_HALF_TOLERANCE,
     })
 }

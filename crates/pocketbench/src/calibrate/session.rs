@@ -30,6 +30,7 @@ use crate::record::Record;
 use crate::runner::{Job, JobSettings, Runner};
 use crate::schedule::{Attempted, Policy, Scheduler};
 use crate::stats::median;
+use crate::trust::Elasticity;
 use crate::workload::Workload;
 
 pub use crate::workload::MIN_PREFILL_PROMPT;
@@ -50,8 +51,13 @@ pub struct Measured {
     pub decode_spreads: Vec<f64>,
     /// The same jobs: how far the fastest of their odd rounds and the
     /// fastest of their even rounds lie apart ([`halves`]), two estimates
-    /// of the point made from rounds interleaved in time.
-    pub decode_halves: Vec<f64>,
+    /// of the point made from rounds interleaved in time, raw and with the
+    /// machine's bandwidth moves taken out ([`Half`]).
+    pub decode_halves: Vec<Half>,
+    /// How decode followed the same-moment bandwidth within the jobs,
+    /// where that could be fitted: what takes each job's halves to one
+    /// bandwidth.
+    pub elasticity: Option<Elasticity>,
     /// Points whose measurement kept contended repetitions (in any round).
     pub contended: usize,
 }
@@ -72,6 +78,59 @@ pub fn halves(speeds: &[f64]) -> Option<f64> {
     let fastest = |parity| speeds.iter().skip(parity).step_by(2).copied().fold(f64::NEG_INFINITY, f64::max);
     let (a, b) = (fastest(0), fastest(1));
     (speeds.len() >= 2 && a > 0.0 && b > 0.0).then(|| a.max(b) / a.min(b) - 1.0)
+}
+
+/// How far one job's two halves lie apart ([`halves`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Half {
+    /// Of the rounds' median decode speeds as measured.
+    pub raw: f64,
+    /// Of the rounds' median decode speeds taken to one bandwidth by the
+    /// calibration's [`Elasticity`], fitted within every job; `None` where
+    /// none could be fitted (too few repetitions, a bandwidth that did not
+    /// move or does not explain the speed) or a round has no passes.
+    pub at_bandwidth: Option<f64>,
+}
+
+impl Half {
+    /// The figure a calibration is judged by: at one bandwidth where that
+    /// could be made, else as measured. A point is fitted at its own
+    /// same-moment bandwidth, so what must repeat is its decode speed at a
+    /// given bandwidth, not the machine's bandwidth in those minutes.
+    pub fn judged(&self) -> f64 {
+        self.at_bandwidth.unwrap_or(self.raw)
+    }
+}
+
+/// (decode tok/s, same-moment GB/s) of every repetition of a job's rounds,
+/// retaken ones included: what an [`Elasticity`] learns from.
+fn job_points(recs: &[&Record]) -> Vec<(f64, f64)> {
+    recs.iter()
+        .filter_map(|r| r.measurement.as_ref())
+        .flat_map(|m| crate::trust::decode_and_bandwidth(&m.probe, true))
+        .collect()
+}
+
+/// A job's [`Half`] from its rounds' records, taken to one bandwidth with
+/// `elasticity` where given and every round has same-moment passes;
+/// `None` for fewer than two rounds.
+pub fn half(recs: &[&Record], elasticity: Option<Elasticity>) -> Option<Half> {
+    let raw = halves(&recs.iter().map(|r| r.decode_tok_s).collect::<Vec<_>>())?;
+    let at_bandwidth = elasticity.and_then(|el| {
+        // Any one reference gives the same ratio of halves; the job's median keeps the figures readable.
+        let all = job_points(recs);
+        let reference = (!all.is_empty()).then(|| median(&all.iter().map(|p| p.1).collect::<Vec<_>>()))?;
+        let rounds: Option<Vec<f64>> = recs
+            .iter()
+            .map(|r| {
+                let kept = crate::trust::decode_and_bandwidth(&r.measurement.as_ref()?.probe, false);
+                let v: Vec<f64> = kept.into_iter().map(|(t, bw)| el.adjust(t, bw, reference)).collect();
+                (!v.is_empty()).then(|| median(&v))
+            })
+            .collect();
+        halves(&rounds?)
+    });
+    Some(Half { raw, at_bandwidth })
 }
 
 /// One line of the cache.
@@ -221,8 +280,10 @@ fn outcome(
         missing: Vec::new(),
         decode_spreads: Vec::new(),
         decode_halves: Vec::new(),
+        elasticity: None,
         contended: 0,
     };
+    let mut jobs_recs: Vec<Vec<&Record>> = Vec::new();
     for ((i, job), k) in jobs.iter().zip(keys) {
         let recs: Vec<&Record> = (1..=design.rounds).filter_map(|r| done.get(&(k.clone(), r))).collect();
         if recs.is_empty() {
@@ -233,8 +294,15 @@ fn outcome(
         let speeds: Vec<f64> = recs.iter().map(|r| r.decode_tok_s).collect();
         out.contended += usize::from(recs.iter().any(|r| r.measurement.as_ref().is_some_and(|m| m.contended)));
         out.decode_spreads.extend(spread(&speeds));
-        out.decode_halves.extend(halves(&speeds));
         out.points.push(point(&design.name, &job.shape, &recs, design.points[*i].holdout));
+        jobs_recs.push(recs);
+    }
+    let every: Vec<Vec<(f64, f64)>> = jobs_recs.iter().map(|r| job_points(r)).collect();
+    out.elasticity = Elasticity::within(&every.iter().map(Vec::as_slice).collect::<Vec<_>>());
+    for (recs, p) in jobs_recs.iter().zip(out.points.iter_mut()) {
+        let h = half(recs, out.elasticity);
+        out.decode_halves.extend(h);
+        p.noise = h.map(|h| crate::units::Fraction(h.judged()));
     }
     out
 }
@@ -247,7 +315,7 @@ fn outcome(
 /// the weights are too small to read), and how far the rounds' medians lay
 /// apart (the split-half noise).
 fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointToml {
-    use crate::units::{Bandwidth, ByteSize, Fraction, TokRate};
+    use crate::units::{Bandwidth, ByteSize, TokRate};
     let base = recs[0];
     let mut p = super::point_from_record(base, holdout).expect("measured records");
     let kept: Vec<&crate::probe::Rep> = recs
@@ -265,8 +333,6 @@ fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointT
         .then(|| TokRate(med(&|r| Some(r.prefill_tok_s)).unwrap_or_else(|| pooled(|r| r.prefill_tok_s))));
     p.peak_memory = Some(ByteSize(median(&recs.iter().map(|r| r.peak_mem_increase_mb * 1e6).collect::<Vec<_>>())));
     p.bandwidth = med(&|r| r.drift.map(|d| (d.before_gb_s + d.after_gb_s) / 2.0 * 1e9)).map(Bandwidth);
-    let speeds: Vec<f64> = recs.iter().map(|r| r.decode_tok_s).collect();
-    p.noise = halves(&speeds).map(Fraction);
     let m = base.measurement.as_ref().expect("measured records");
     p.source = format!(
         "measured {} by `pocketbench calibrate --measure` ({design} design, {shape}): median of {} repetition(s) over {} round-robin round(s), each round repeated until its median was within ±{:.0}% or {} repetitions or {} s (peak memory: median of the rounds){}; {} {}, {} threads (timer; VmHWM){}",
@@ -295,7 +361,7 @@ mod tests {
     use crate::testing::measured_record;
 
     #[test]
-    fn a_point_is_the_median_of_every_rounds_repetitions_and_its_noise_the_rounds_apart() {
+    fn a_point_is_the_median_of_every_rounds_repetitions_and_its_halves_the_rounds_apart() {
         // Three rounds of a few repetitions each; the middle one slowed by
         // another process.
         let rounds: [&[f64]; 3] = [&[300.0, 310.0], &[150.0, 160.0, 170.0], &[280.0, 290.0]];
@@ -304,12 +370,46 @@ mod tests {
         let shape = crate::arch::presets::s(128, 2, 4, 2, 32, 256, 512, true);
         let p = point("quick", &shape, &refs, false);
         assert_eq!(p.decode.map(|d| d.0), Some(280.0));
-        // The fastest odd round's median (305) over the even one's (160).
-        let noise = p.noise.unwrap().0;
+        // The fastest odd round's median (305) over the even one's (160),
+        // which `outcome` writes as the point's noise.
+        let noise = half(&refs, None).unwrap().judged();
         assert!((noise - (305.0 / 160.0 - 1.0)).abs() < 1e-9, "{noise}");
         assert!(p.source.contains("median of 7 repetition(s) over 3 round-robin round(s)"), "{}", p.source);
         // The test records carry no drift passes: no moment bandwidth.
         assert_eq!(p.bandwidth, None);
+    }
+
+    #[test]
+    fn halves_are_judged_at_one_bandwidth_where_the_machine_moved_between_rounds() {
+        // Decode follows the square root of the moment's bandwidth: round 1
+        // in a slow stretch (25-35 GB/s), round 2 in a fast one (50-70 GB/s).
+        // As measured the halves lie 41% apart; the same engine at one
+        // bandwidth, they agree.
+        let tok_s = |bw: f64| 40.0 * bw.sqrt();
+        let bws: [[f64; 4]; 2] = [[25.0, 30.0, 35.0, 30.0], [50.0, 60.0, 70.0, 60.0]];
+        let recs: Vec<Record> = bws
+            .iter()
+            .map(|round| {
+                let mut r = measured_record(2, 64, 16, &round.map(tok_s));
+                for (rep, bw) in r.measurement.as_mut().unwrap().probe.reps.iter_mut().zip(round) {
+                    rep.drift = Some(crate::probe::drift::Drift::new(bw * 1e9, bw * 1e9, rep.decode_tok_s, 1, None));
+                }
+                r
+            })
+            .collect();
+        let refs: Vec<&Record> = recs.iter().collect();
+        let el = Elasticity::within(&[&job_points(&refs)]).unwrap();
+        assert!((el.e - 0.5).abs() < 1e-9 && el.r > 0.999 && el.points == 8, "{el:?}");
+        let h = half(&refs, Some(el)).unwrap();
+        assert!((h.raw - (2f64.sqrt() - 1.0)).abs() < 1e-9, "{h:?}");
+        assert!(h.at_bandwidth.unwrap() < 1e-9 && h.judged() < 1e-9, "{h:?}");
+        // Without an elasticity, or without same-moment passes, nothing is taken out.
+        assert_eq!(half(&refs, None).unwrap().at_bandwidth, None);
+        let bare: Vec<Record> = bws.iter().map(|r| measured_record(2, 64, 16, &r.map(tok_s))).collect();
+        let bare: Vec<&Record> = bare.iter().collect();
+        assert!(job_points(&bare).is_empty());
+        let h = half(&bare, Some(el)).unwrap();
+        assert_eq!((h.at_bandwidth, h.judged()), (None, h.raw));
     }
 
     #[test]

@@ -179,14 +179,21 @@ fn the_cache_share_falls_linearly_from_the_cache_size_to_twice_it() {
 
 #[test]
 fn repeatability_counts_the_jobs_whose_rounds_spread_wider_than_the_tolerance() {
-    let r = repeatability(&[0.05, 0.2, 0.12], &[0.04, 0.05, 0.1], 0.10).unwrap();
+    use super::session::Half;
+    let raw = |raw| Half { raw, at_bandwidth: None };
+    let r = repeatability(&[0.05, 0.2, 0.12], &[raw(0.04), raw(0.05), raw(0.1)], None, 0.10).unwrap();
     assert_eq!((r.jobs, r.wider, r.tolerance), (3, 2, 0.10));
     assert_eq!((r.median_spread, r.worst_spread), (0.12, 0.2));
     // Halves within the split-half tolerance (5%), the boundary included.
     assert_eq!((r.halves_agree, r.split_half_tolerance), (2, 0.05));
+    assert_eq!((r.halves_agree_raw, r.halves_at_bandwidth), (2, 0));
+    // Where the halves could be taken to one bandwidth, that is what is judged.
+    let moved = [Half { raw: 0.12, at_bandwidth: Some(0.02) }, Half { raw: 0.01, at_bandwidth: Some(0.08) }];
+    let r = repeatability(&[0.12, 0.08], &moved, None, 0.10).unwrap();
+    assert_eq!((r.halves_agree, r.halves_agree_raw, r.halves_at_bandwidth), (1, 1, 2));
     // A spread equal to the tolerance is within it, as an error equal to it is.
-    assert_eq!(repeatability(&[0.10], &[0.10], 0.10).unwrap().wider, 0);
-    assert_eq!(repeatability(&[], &[], 0.10), None);
+    assert_eq!(repeatability(&[0.10], &[raw(0.10)], None, 0.10).unwrap().wider, 0);
+    assert_eq!(repeatability(&[], &[], None, 0.10), None);
 }
 
 #[test]

@@ -40,7 +40,7 @@ pub fn print_fit(device: &Device, cal: &Calibration, note: &str, verbose: bool) 
 /// beside the tolerance the errors are counted against.
 pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> pocketbench::Result<()> {
     outln!(
-        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%; split-half (its odd rounds against its even ones) within {:.0}% for {} of {}",
+        "  this machine's repeatability: a job's decode rounds lay a median {:.1}% apart (worst {:.1}%); {} of {} job(s) spread wider than {:.0}%; split-half (its odd rounds against its even ones) within {:.0}% for {} of {}{}",
         r.median_spread * 100.0,
         r.worst_spread * 100.0,
         r.wider,
@@ -48,7 +48,17 @@ pub fn print_repeatability(r: &pocketbench::calibrate::Repeatability) -> pocketb
         r.tolerance * 100.0,
         r.split_half_tolerance * 100.0,
         r.halves_agree,
-        r.jobs
+        r.jobs,
+        match r.halves_at_bandwidth {
+            0 => String::new(),
+            n => format!(
+                " ({n} compared at one bandwidth, decode taken as following bandwidth^{:.2} (r = {:.2}, fitted within the jobs); as measured {} of {})",
+                r.elasticity.map_or(f64::NAN, |e| e.e),
+                r.elasticity.map_or(f64::NAN, |e| e.r),
+                r.halves_agree_raw,
+                r.jobs
+            ),
+        }
     );
     Ok(())
 }
