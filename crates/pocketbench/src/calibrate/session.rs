@@ -312,8 +312,8 @@ fn outcome(
 /// round repeated to [`super::host::JOB_PRECISION`], contended and drifted
 /// repetitions retaken), the median peak memory, the median same-moment
 /// bandwidth of those repetitions (the weights' own passes; absent where
-/// the weights are too small to read), and how far the rounds' medians lay
-/// apart (the split-half noise).
+/// the weights are too small to read); `outcome` adds how far its halves
+/// lay apart (the split-half noise, [`Half::judged`]).
 fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointToml {
     use crate::units::{Bandwidth, ByteSize, TokRate};
     let base = recs[0];
