@@ -139,11 +139,13 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
         .args(["--ffn", "256", "--vocab", "512", "--context", "256", "--device", "host", "--prompt", "1", "--gen", "8"])
         .assert()
         .success();
-    // A tiny design on a shared VM may well be judged noisy: either verdict
-    // is fine here, as long as a noisy one is said.
+    // A tiny design on a shared VM may well be judged noisy (by its split
+    // halves, its held-out points, or a contended point when this runs
+    // beside other tests): either verdict is fine here, as long as a noisy
+    // one is said with its reasons.
     let out = String::from_utf8_lossy(&out.get_output().stdout).to_string();
     let label = format!("from {}, calibrated (8 points, 2 held out)", profile.display());
-    assert!(out.contains(&format!("{label}\n")) || out.contains(&format!("{label}, NOISY (split-half: ")), "{out}");
+    assert!(out.contains(&format!("{label}\n")) || out.contains(&format!("{label}, NOISY (")), "{out}");
     // A finished calibration leaves no cache: the next one measures afresh.
     assert!(!d.path().join("data/calibrations").join(&fp).join("host.jsonl").exists());
     // A measurement at another thread count says it is outside the calibration.
