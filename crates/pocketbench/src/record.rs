@@ -540,6 +540,15 @@ fn measured_methods(probe: &ProbeResult, predicted: &Methods, file_measured: boo
     methods
 }
 
+/// ", widened for neighbours correlating 0.62" where the repetitions'
+/// lag-1 autocorrelation widened the median's interval
+/// ([`crate::probe::timing::relative_half_width`]).
+pub fn widened(autocorrelation: Option<f64>) -> String {
+    autocorrelation
+        .filter(|r| *r > 0.0)
+        .map_or(String::new(), |r| format!(", widened for neighbours correlating {r:.2}"))
+}
+
 /// How the repetitions were taken, for the decode method: the contention
 /// counts where the probe judged windows, and the precision of automatic
 /// repetitions.
@@ -548,9 +557,10 @@ fn sampling_note(probe: &ProbeResult) -> String {
     let mut parts = Vec::new();
     if let (Some(target), Some(reached)) = (s.precision_target, s.precision_reached) {
         parts.push(format!(
-            "repeated until the median's 95% interval was within ±{:.1}% (reached ±{:.1}%, stopped by {})",
+            "repeated until the median's 95% interval was within ±{:.1}% (reached ±{:.1}%{}, stopped by {})",
             target * 100.0,
             reached * 100.0,
+            widened(s.autocorrelation),
             s.stopped_by
         ));
     }

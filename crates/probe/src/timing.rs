@@ -51,9 +51,16 @@ pub struct Sampling {
     /// The target half-width of the median's 95% interval, with `auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision_target: Option<f64>,
-    /// The half-width reached / median, where 2 or more were kept.
+    /// The half-width reached / median, where 2 or more were kept, widened
+    /// for the repetitions' [`lag1`] autocorrelation (see
+    /// [`relative_half_width`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision_reached: Option<f64>,
+    /// The lag-1 autocorrelation of the kept repetitions' decode speeds in
+    /// the order taken, where [`MIN_LAG1_REPS`] were kept: how far each
+    /// repetition told the next one's stretch of the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autocorrelation: Option<f64>,
     /// What ended the repetitions: "reps" (the fixed count), "precision",
     /// "max reps" or "time cap".
     pub stopped_by: String,
@@ -165,11 +172,49 @@ fn run_once(m: &mut dyn Engine, tokens: &[u32], gen: u32, trace: &mut Trace) -> 
     Ok((prefill, ttft, decode))
 }
 
-/// The half-width of the 95% interval of the median of `v`, over it.
+/// The half-width of the 95% interval of the median of `v`, over it,
+/// widened where the repetitions, in the order taken, follow one another
+/// ([`lag1`]).
+///
+/// The interval of a median assumes independent samples. On a shared VM
+/// they are not: the machine's bandwidth moves over seconds, longer than a
+/// repetition, so neighbours read alike (lag-1 autocorrelation 0.6 over
+/// 320 repetitions of MNN-Pocket at 1+128, Zen 4, 2026-12-07), and six
+/// repetitions caught in one stretch looked ±2% precise while fresh
+/// processes lay 10% apart. A series whose neighbours correlate by `rho`
+/// holds about `n (1 - rho) / (1 + rho)` independent samples (the AR(1)
+/// variance inflation, as in simulation output analysis), so the interval
+/// is widened by `sqrt((1 + rho) / (1 - rho))`: the rule then repeats
+/// until the repetitions have seen the machine move, and stops as soon as
+/// before on a steady one (there `rho` is about zero and no widening is
+/// made).
 pub fn relative_half_width(v: &[f64]) -> Option<f64> {
     let s = pocketbench_types::stats::Sample::new(v.to_vec()).ok()?;
     let (lo, hi) = s.median_ci95();
-    Some((hi - lo) / 2.0 / s.median())
+    let rho = lag1(v).unwrap_or(0.0).clamp(0.0, MAX_LAG1);
+    Some((hi - lo) / 2.0 / s.median() * ((1.0 + rho) / (1.0 - rho)).sqrt())
+}
+
+/// The fewest repetitions a lag-1 autocorrelation is estimated from (the
+/// default `--min-reps`); below it the interval is not widened.
+pub const MIN_LAG1_REPS: usize = 6;
+
+/// The largest autocorrelation the interval is widened for (a factor of
+/// 4.4): beyond it one stretch of the machine is all the series holds, and
+/// the caps, not the interval, end it.
+pub const MAX_LAG1: f64 = 0.9;
+
+/// The lag-1 autocorrelation of `v` in the order taken (the sum of
+/// neighbours' products about the mean over the sum of squares), where it
+/// has [`MIN_LAG1_REPS`] values that are not all equal.
+pub fn lag1(v: &[f64]) -> Option<f64> {
+    if v.len() < MIN_LAG1_REPS {
+        return None;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let c0: f64 = v.iter().map(|x| (x - mean).powi(2)).sum();
+    let c1: f64 = v.windows(2).map(|w| (w[0] - mean) * (w[1] - mean)).sum();
+    (c0 > 0.0).then(|| c1 / c0)
 }
 
 /// When to stop: the repetitions kept (summarized) so far decide.
@@ -305,6 +350,7 @@ pub(crate) fn measure(
     let sampling = Sampling {
         precision_target: spec.auto.map(|a| a.precision),
         precision_reached: relative_half_width(&kept),
+        autocorrelation: lag1(&kept),
         stopped_by: stopped_by.into(),
         ..counts
     };
@@ -440,6 +486,29 @@ pub(crate) mod tests {
         assert_eq!(stop(&s, &wide, now), None, "{:?}", relative_half_width(&wide));
         assert_eq!(stop(&s, &[wide.as_slice(); 3].concat()[..12], now), Some("max reps"));
         assert_eq!(stop(&spec(3, None), &wide[..3], now), Some("reps"));
+    }
+
+    #[test]
+    fn repetitions_that_follow_one_another_are_not_taken_for_precision() {
+        // The same eight speeds, ±1.5% about 1: taken in alternation they
+        // are independent-looking and precise enough; taken as a slow
+        // stretch then a fast one (a machine that moved once) their
+        // neighbours correlate, so they hold fewer independent samples
+        // and the rule repeats on.
+        let auto = AutoReps { precision: 0.02, max_reps: 30, max_seconds: 60.0 };
+        let s = spec(6, Some(auto));
+        let now = Instant::now();
+        let alternating = [0.985, 1.008, 0.988, 1.010, 0.990, 1.012, 0.992, 1.015];
+        let stretches = [0.985, 0.988, 0.990, 0.992, 1.008, 1.010, 1.012, 1.015];
+        assert!(lag1(&alternating).unwrap() < 0.0);
+        let rho = lag1(&stretches).unwrap();
+        assert!((rho - 696.0 / 1066.0).abs() < 1e-9, "{rho}");
+        assert_eq!(stop(&s, &alternating, now), Some("precision"), "{:?}", relative_half_width(&alternating));
+        assert_eq!(stop(&s, &stretches, now), None, "{:?}", relative_half_width(&stretches));
+        let widened = relative_half_width(&stretches).unwrap() / relative_half_width(&alternating).unwrap();
+        assert!((widened - ((1.0 + rho) / (1.0 - rho)).sqrt()).abs() < 1e-9, "{widened}");
+        assert_eq!(lag1(&stretches[..5]), None, "too few to estimate");
+        assert_eq!(lag1(&[1.0; 8]), None, "no spread");
     }
 
     #[test]

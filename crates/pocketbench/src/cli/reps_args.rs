@@ -25,7 +25,7 @@ pub fn reps_arg(s: &str) -> Result<Reps, String> {
 #[derive(Debug, Clone, Args)]
 pub struct AutoArgs {
     /// With --reps auto: repeat until the 95% interval of the median decode speed is within ± this
-    /// fraction of it (0.02: ±2%).
+    /// fraction of it (0.02: ±2%), widened where successive repetitions correlate.
     #[arg(long, default_value_t = 0.02, value_name = "F")]
     pub precision: f64,
     /// With --reps auto: at least this many repetitions (6: what the gate needs to compare a side).

@@ -168,7 +168,13 @@ pub(super) fn print_measured(r: &Record) -> pocketbench::Result<()> {
     if let Some(s) = &m.probe.sampling {
         let precision = match (s.precision_target, s.precision_reached) {
             (Some(t), Some(got)) => {
-                format!("median within ±{:.1}% (asked ±{:.1}%, stopped by {}); ", got * 100.0, t * 100.0, s.stopped_by)
+                format!(
+                    "median within ±{:.1}% (asked ±{:.1}%{}, stopped by {}); ",
+                    got * 100.0,
+                    t * 100.0,
+                    pocketbench::record::widened(s.autocorrelation),
+                    s.stopped_by
+                )
             }
             _ => String::new(),
         };
