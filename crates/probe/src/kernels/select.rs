@@ -26,7 +26,7 @@ use super::{isa, span, BlockQ8, Isa, QMatrix, BLOCK};
 /// The software prefetch distances tried: bytes ahead of the column being
 /// read that the AVX-512 decode kernel asks the cache for, none (0), near
 /// (eight Q4_0 block columns) or far (sixty-four). Which one is measured at start-up
-/// on the model's own largest matrix ([`choose_kernels`]). On the Zen 5 VM,
+/// streaming the model's own matrices in decode's order ([`choose_kernels`]). On the Zen 5 VM,
 /// one thread decoded Qwen3-0.6B 28% faster with the far one than with none
 /// (one core alone keeps too few misses in flight to stream memory; 9 KiB
 /// ahead covers its latency), and the near one gained nothing; at two
@@ -124,7 +124,8 @@ pub struct Choice {
     /// bytes ahead of the column being read, 0 for none.
     pub prefetch: usize,
     /// Milliseconds of one pass of the matrix-vector kernel over the
-    /// model's largest matrix for each prefetch distance tried, 0 first
+    /// model's first matrices in decode's order for each prefetch distance
+    /// tried (the median of the rounds), 0 first
     /// (empty when not measured: no such matrix given, or a variant
     /// without prefetch).
     pub prefetch_timings: Vec<(usize, f64)>,
@@ -171,7 +172,7 @@ impl Choice {
                     b => format!("{b} B {ms:.2} ms"),
                 })
                 .collect();
-            s += &format!("; a pass over the largest matrix by prefetch: {}", ts.join(", "));
+            s += &format!("; a pass over decode's first matrices by prefetch: {}", ts.join(", "));
         }
         s + ")"
     }
@@ -179,15 +180,15 @@ impl Choice {
 
 /// The variants for this process, chosen at the first call: timed on
 /// `threads` threads at once (the engine's; shared cores and caches change
-/// which variant wins), and software prefetch timed streaming `largest`
-/// (the model's largest matrix, read from memory as decode reads it) where
-/// given. Later calls return the first choice.
-pub fn choose_kernels(threads: usize, largest: Option<&QMatrix>) -> &'static Choice {
+/// which variant wins), and software prefetch timed streaming `stream` (the
+/// model's own matrices in the order decode reads them, from memory as
+/// decode reads them) where given. Later calls return the first choice.
+pub fn choose_kernels(threads: usize, stream: &[&QMatrix]) -> &'static Choice {
     static CHOICE: OnceLock<Choice> = OnceLock::new();
     CHOICE.get_or_init(|| {
         let mut c = choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref(), threads.max(1));
-        if let Some(m) = largest.filter(|_| c.how == MEASURED) {
-            let rounds = time_prefetch(c.variant, m, c.threads);
+        if !stream.is_empty() && c.how == MEASURED {
+            let rounds = time_prefetch(c.variant, stream, c.threads);
             (c.prefetch, c.prefetch_timings) = settle(&rounds).unwrap_or((0, Vec::new()));
             // Timed all the same, so the record still shows what each
             // distance read at start-up.
@@ -203,7 +204,7 @@ pub fn choose_kernels(threads: usize, largest: Option<&QMatrix>) -> &'static Cho
 /// The variants for this process (timed on one thread unless
 /// [`choose_kernels`] ran first).
 pub fn x8_choice() -> &'static Choice {
-    choose_kernels(1, None)
+    choose_kernels(1, &[])
 }
 
 /// How a measured choice is described.
@@ -262,31 +263,48 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
 }
 
 /// Milliseconds of one pass of variant `v`'s matrix-vector kernel over
-/// `m`'s groups at each prefetch distance of [`PREFETCH_AHEAD`] (0, none,
-/// first: the default): every thread its own span at once (as decode
-/// shares a matrix), the slowest counted, in [`ROUNDS`] rounds taken
-/// alternately. The matrix is the model's own, so the pass reads
-/// memory as decode does and allocates nothing (a buffer of its own would
-/// raise the peak memory the probe reports). Empty for a variant without a
-/// prefetching kernel or a matrix without interleaved groups.
-fn time_prefetch(v: X8, m: &QMatrix, threads: usize) -> Vec<(usize, Vec<f64>)> {
-    let groups = m.groups();
-    if !(v == X8::Avx512Vnni && v.supported()) || groups < threads {
+/// `stream`, matrix after matrix as decode reads them, at each prefetch
+/// distance of [`PREFETCH_AHEAD`] (0, none, first: the default): every
+/// thread its own span of each matrix at once (as decode shares a matrix),
+/// the slowest counted, in [`ROUNDS`] rounds taken alternately. A stream
+/// of many layers' matrices, not the largest alone: decode's matrices are
+/// small (a few MB each) and prefetching runs past each one's end, which
+/// one large matrix never shows. The matrices are the model's own, so the
+/// pass reads memory as decode does and allocates nothing of their size (a
+/// buffer of its own would raise the peak memory the probe reports). Empty
+/// for a variant without a prefetching kernel or where no matrix has
+/// interleaved groups enough for every thread.
+fn time_prefetch(v: X8, stream: &[&QMatrix], threads: usize) -> Vec<(usize, Vec<f64>)> {
+    let stream: Vec<&QMatrix> = stream.iter().copied().filter(|m| m.groups() >= threads).collect();
+    if !(v == X8::Avx512Vnni && v.supported()) || stream.is_empty() {
         return Vec::new();
     }
-    let nb = m.cols / BLOCK;
-    let xf: Vec<f32> = (0..m.cols).map(|i| ((i % 13) as f32 - 6.0) / 6.0).collect();
-    let mut x = vec![BlockQ8::default(); nb];
-    super::quantize_q8(&xf, &mut x);
-    let l = m.layout().unwrap_or(super::layout::Q40);
-    let run = |t: usize, pf: usize| -> f64 {
+    // One activation per distinct width (hidden, or FFN for the down
+    // projection).
+    let mut xs: Vec<(usize, Vec<BlockQ8>)> = Vec::new();
+    for m in &stream {
+        if !xs.iter().any(|(cols, _)| *cols == m.cols) {
+            let xf: Vec<f32> = (0..m.cols).map(|i| ((i % 13) as f32 - 6.0) / 6.0).collect();
+            let mut x = vec![BlockQ8::default(); m.cols / BLOCK];
+            super::quantize_q8(&xf, &mut x);
+            xs.push((m.cols, x));
+        }
+    }
+    let xs = &xs;
+    let stream = &stream;
+    let run = move |t: usize, pf: usize| -> f64 {
         let mut out = [0f32; 8];
         let start = Instant::now();
-        for g in span(groups, t, threads) {
-            // SAFETY: `v` is supported (the measured choice); group `g` of
-            // `m` holds `nb` block columns of its layout `l`.
-            unsafe { super::x8_dyn(v, l, pf, m.group(g), &x, &mut out) }
-            std::hint::black_box(&out);
+        for m in stream {
+            let x = &xs.iter().find(|(cols, _)| *cols == m.cols).expect("an activation for every width").1;
+            let l = m.layout().unwrap_or(super::layout::Q40);
+            for g in span(m.groups(), t, threads) {
+                // SAFETY: `v` is supported (the measured choice); group `g`
+                // of `m` holds `m.cols / BLOCK` block columns of its layout
+                // `l`, and `x` as many.
+                unsafe { super::x8_dyn(v, l, pf, m.group(g), x, &mut out) }
+                std::hint::black_box(&out);
+            }
         }
         start.elapsed().as_secs_f64() * 1e3
     };
@@ -508,9 +526,10 @@ mod tests {
     }
 
     #[test]
-    fn every_prefetch_distance_is_timed_on_the_matrix_in_rounds() {
+    fn every_prefetch_distance_is_timed_on_the_stream_in_rounds() {
         let m = QMatrix::new(super::super::WeightType::Q4_0, 64, 256, vec![0u8; 64 * 8 * 18]).unwrap();
-        let ts = time_prefetch(X8::Avx512Vnni, &m, 2);
+        let down = QMatrix::new(super::super::WeightType::Q4_0, 32, 512, vec![0u8; 32 * 16 * 18]).unwrap();
+        let ts = time_prefetch(X8::Avx512Vnni, &[&m, &down, &m], 2);
         if X8::Avx512Vnni.supported() {
             let distances: Vec<usize> = ts.iter().map(|t| t.0).collect();
             assert_eq!(distances, PREFETCH_AHEAD);
@@ -521,6 +540,7 @@ mod tests {
         } else {
             assert!(ts.is_empty());
         }
-        assert!(time_prefetch(X8::Portable, &m, 1).is_empty(), "only the AVX-512 kernel prefetches");
+        assert!(time_prefetch(X8::Portable, &[&m], 1).is_empty(), "only the AVX-512 kernel prefetches");
+        assert!(time_prefetch(X8::Avx512Vnni, &[], 1).is_empty(), "nothing to stream");
     }
 }

@@ -23,6 +23,12 @@ use super::engine::EngineError;
 /// Prompt tokens per forward pass.
 pub const CHUNK: usize = 128;
 
+/// Bytes of the layers' matrices the start-up prefetch timing streams
+/// (then the output projection): twice the 32 MiB last-level cache of the
+/// x86 hosts seen here, so the pass meets memory as decode does, in some
+/// 1.5 ms a pass at 40 GB/s.
+const PREFETCH_STREAM: usize = 64 << 20;
+
 /// Activations of one chunk.
 struct Scratch {
     x: Vec<f32>,
@@ -107,10 +113,21 @@ impl NativeModel {
         // Choose the 4-bit kernel variants now, timed on the engine's threads
         // (a start-up measurement of some tens of milliseconds), so no timed
         // forward pass pays for it.
-        // Software prefetch is timed streaming the largest matrix (the
-        // output projection, or the tied embedding), as decode reads it.
-        let largest = w.output.as_ref().unwrap_or(&w.embed);
-        kernels::choose_kernels(threads.max(1), Some(largest));
+        // Software prefetch is timed streaming the layers' matrices in
+        // decode's order, up to PREFETCH_STREAM bytes (past the last-level
+        // cache, so memory is timed as decode meets it), then the output
+        // projection (or the tied embedding) decode ends on.
+        let mut stream: Vec<&QMatrix> = Vec::new();
+        let mut bytes = 0usize;
+        for m in w.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]) {
+            if bytes >= PREFETCH_STREAM {
+                break;
+            }
+            bytes += std::mem::size_of_val(m.data.words());
+            stream.push(m);
+        }
+        stream.push(w.output.as_ref().unwrap_or(&w.embed));
+        kernels::choose_kernels(threads.max(1), &stream);
         let pool = Pool::new(threads.max(1));
         let group = c.heads / c.kv_heads.max(1);
         let scratch =
