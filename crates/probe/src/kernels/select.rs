@@ -290,13 +290,15 @@ fn time_prefetch(v: X8, stream: &[&QMatrix], threads: usize) -> Vec<(usize, Vec<
             xs.push((m.cols, x));
         }
     }
-    let xs = &xs;
-    let stream = &stream;
-    let run = move |t: usize, pf: usize| -> f64 {
+    // Each matrix with its activation, found before the clock starts.
+    let work: Vec<(&QMatrix, &[BlockQ8])> = stream
+        .iter()
+        .map(|m| (*m, &xs.iter().find(|(cols, _)| *cols == m.cols).expect("an activation for every width").1[..]))
+        .collect();
+    let run = |t: usize, pf: usize| -> f64 {
         let mut out = [0f32; 8];
         let start = Instant::now();
-        for m in stream {
-            let x = &xs.iter().find(|(cols, _)| *cols == m.cols).expect("an activation for every width").1;
+        for &(m, x) in &work {
             let l = m.layout().unwrap_or(super::layout::Q40);
             for g in span(m.groups(), t, threads) {
                 // SAFETY: `v` is supported (the measured choice); group `g`
@@ -308,12 +310,18 @@ fn time_prefetch(v: X8, stream: &[&QMatrix], threads: usize) -> Vec<(usize, Vec<
         }
         start.elapsed().as_secs_f64() * 1e3
     };
-    rounds(&PREFETCH_AHEAD, |pf| {
-        std::thread::scope(|s| {
-            let others: Vec<_> = (1..threads).map(|t| s.spawn(move || run(t, pf))).collect();
-            let mine = run(0, pf);
-            others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
-        })
+    rounds(&PREFETCH_AHEAD, |pf| slowest(threads, |t| run(t, pf)))
+}
+
+/// `run(t)` on `threads` threads at once (this one is thread 0), the
+/// slowest's time: what a step that waits for all of them would take. A
+/// thread that panicked counts as infinitely slow.
+fn slowest(threads: usize, run: impl Fn(usize) -> f64 + Sync) -> f64 {
+    std::thread::scope(|s| {
+        let run = &run;
+        let others: Vec<_> = (1..threads).map(|t| s.spawn(move || run(t))).collect();
+        let mine = run(0);
+        others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
     })
 }
 
@@ -347,23 +355,23 @@ fn rounds<T: Copy>(candidates: &[T], mut time: impl FnMut(T) -> f64) -> Vec<(T, 
 /// nothing was timed.
 fn settle<T: Copy>(timed: &[(T, Vec<f64>)]) -> Option<(T, Vec<(T, f64)>)> {
     let (default, base) = timed.first()?;
-    let median = |v: Vec<f64>| -> f64 {
-        let mut v: Vec<f64> = v.into_iter().filter(|x| x.is_finite()).collect();
-        v.sort_by(f64::total_cmp);
-        match v.len() {
-            0 => f64::INFINITY,
-            n if n % 2 == 1 => v[n / 2],
-            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    // A thread that failed times as infinite; none finite is no evidence.
+    let median = |v: &mut dyn Iterator<Item = f64>| -> f64 {
+        let mut v: Vec<f64> = v.filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            f64::INFINITY
+        } else {
+            pocketbench_types::stats::median_mut(&mut v)
         }
     };
     let mut chosen = (*default, 1.0 - CLEAR_MARGIN);
     for (c, ts) in &timed[1..] {
-        let ratio = median(ts.iter().zip(base).map(|(t, b)| t / b).collect());
+        let ratio = median(&mut ts.iter().zip(base).map(|(t, b)| t / b));
         if ratio < chosen.1 {
             chosen = (*c, ratio);
         }
     }
-    Some((chosen.0, timed.iter().map(|(c, ts)| (*c, median(ts.clone()))).collect()))
+    Some((chosen.0, timed.iter().map(|(c, ts)| (*c, median(&mut ts.iter().copied()))).collect()))
 }
 
 /// Microseconds of one grouped-query attention call (four query heads of
@@ -396,14 +404,7 @@ fn time_attention(threads: usize) -> Vec<(u32, Vec<f64>)> {
         }
         t.elapsed().as_secs_f64() * 1e6 / CALLS as f64
     };
-    rounds(&[256u32, 512], |bits| {
-        let wide = bits == 512;
-        std::thread::scope(|s| {
-            let others: Vec<_> = (1..threads).map(|_| s.spawn(|| run(wide))).collect();
-            let mine = run(wide);
-            others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
-        })
-    })
+    rounds(&[256u32, 512], |bits| slowest(threads, |_| run(bits == 512)))
 }
 
 /// No 512-bit attention off x86-64: nothing to time.
@@ -459,13 +460,7 @@ fn time(candidates: &[X8], threads: usize, tokens: usize) -> Vec<(X8, Vec<f64>)>
         }
         t.elapsed().as_nanos() as f64 / (PASSES * GROUPS * NB * tt) as f64
     };
-    rounds(candidates, |v| {
-        std::thread::scope(|s| {
-            let others: Vec<_> = (1..threads).map(|_| s.spawn(|| run(v))).collect();
-            let mine = run(v);
-            others.into_iter().map(|h| h.join().unwrap_or(f64::INFINITY)).fold(mine, f64::max)
-        })
-    })
+    rounds(candidates, |v| slowest(threads, |_| run(v)))
 }
 
 #[cfg(test)]

@@ -72,6 +72,13 @@ pub struct Layer {
     pub(super) down: QMatrix,
 }
 
+impl Layer {
+    /// Its matrices in the order decode reads them.
+    pub(super) fn matrices(&self) -> [&QMatrix; 7] {
+        [&self.wq, &self.wk, &self.wv, &self.wo, &self.gate, &self.up, &self.down]
+    }
+}
+
 /// Everything read from the file.
 pub struct Weights {
     pub(super) cfg: Config,

@@ -119,7 +119,7 @@ impl NativeModel {
         // projection (or the tied embedding) decode ends on.
         let mut stream: Vec<&QMatrix> = Vec::new();
         let mut bytes = 0usize;
-        for m in w.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]) {
+        for m in w.layers.iter().flat_map(load::Layer::matrices) {
             if bytes >= PREFETCH_STREAM {
                 break;
             }
@@ -149,7 +149,7 @@ impl NativeModel {
     /// output projection; a tied one is the embedding, read whole).
     fn matrices(&self) -> Vec<&QMatrix> {
         let w = &self.w;
-        let layers = w.layers.iter().flat_map(|l| [&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down]);
+        let layers = w.layers.iter().flat_map(load::Layer::matrices);
         [&w.embed].into_iter().chain(layers).chain(w.output.as_ref()).collect()
     }
 
