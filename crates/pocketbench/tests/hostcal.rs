@@ -50,6 +50,30 @@ fn tiny_design(d: &Path, rounds: u32) -> PathBuf {
     f
 }
 
+/// Start a calibration of `design` (with `extra` flags) and kill it once it
+/// has finished three measurements, leaving its cache behind.
+fn killed_after_three(d: &Path, design: &Path, extra: &[&str]) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pocketbench"))
+        .current_dir(root())
+        .env("POCKETBENCH_DATA_DIR", d.join("data"))
+        .env("POCKETBENCH_CACHE", d.join("cache"))
+        .args(["calibrate", "--device", "host", "--measure", "--threads", "1", "--buffer-mib", "64", "--design"])
+        .arg(design)
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = 0;
+    while seen < 3 {
+        let line = lines.next().expect("the calibration ended before three measurements").unwrap();
+        seen += usize::from(line.starts_with('['));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[test]
 fn a_profile_calibrated_on_another_machine_is_said_out_loud_wherever_host_predictions_show() {
     let d = tempfile::tempdir().unwrap();
@@ -81,24 +105,7 @@ fn calibrate_measure_writes_this_machines_own_profile_and_a_killed_one_resumes()
     let repo_profile = std::fs::read(root().join("devices/host.toml")).unwrap();
     let fp = fingerprint(d.path());
     // Kill the first calibration once it has finished three measurements.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pocketbench"))
-        .current_dir(root())
-        .env("POCKETBENCH_DATA_DIR", d.path().join("data"))
-        .env("POCKETBENCH_CACHE", d.path().join("cache"))
-        .args(["calibrate", "--device", "host", "--measure", "--threads", "1", "--buffer-mib", "64", "--design"])
-        .arg(&design)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut seen = 0;
-    while seen < 3 {
-        let line = lines.next().expect("the calibration ended before three measurements").unwrap();
-        seen += usize::from(line.starts_with('['));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    killed_after_three(d.path(), &design, &[]);
     let profile = d.path().join("data/devices").join(&fp).join("host.toml");
     assert!(!profile.exists(), "a killed calibration writes no profile");
 
@@ -431,4 +438,82 @@ fn rounds_overrides_the_designs_own_count_and_is_checked() {
         .code(2)
         .stderr(predicate::str::contains("--rounds"));
     pb(d.path()).args(["calibrate", "--device", "host", "--rounds", "3"]).assert().code(2);
+}
+
+#[test]
+fn a_rounds_precision_is_the_flags_written_into_each_point_and_never_reused_at_another() {
+    let d = tempfile::tempdir().unwrap();
+    let design = tiny_design(d.path(), 1);
+    let fp = fingerprint(d.path());
+    let profile = d.path().join("data/devices").join(&fp).join("host.toml");
+    let calibrate = |extra: &[&str]| {
+        let out = pb(d.path())
+            .args(["calibrate", "--device", "host", "--measure", "--threads", "1", "--buffer-mib", "64", "--design"])
+            .arg(&design)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    };
+    // An unfinished run at the default precision is not reused by one
+    // asking for another.
+    killed_after_three(d.path(), &design, &[]);
+    let stderr = calibrate(&["--precision", "0.3", "--max-reps", "4", "--max-time", "0.05"]);
+    assert!(stderr.contains("10 measurements") && !stderr.contains("(kept)"), "{stderr}");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    assert!(text.contains("each round repeated until its median was within ±30% or 4 repetitions or 0.05 s"), "{text}");
+
+    // Out of range, named.
+    for (flag, value) in [("--precision", "1.5"), ("--max-reps", "1"), ("--max-time", "-1")] {
+        pb(d.path())
+            .args(["calibrate", "--device", "host", "--measure", "--design"])
+            .arg(&design)
+            .arg(format!("{flag}={value}"))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(flag));
+    }
+    // They belong to a measuring command.
+    pb(d.path()).args(["calibrate", "--device", "host", "--max-time", "2"]).assert().code(2);
+}
+
+#[test]
+fn a_design_past_its_time_budget_shortens_its_later_rounds_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let design = tiny_design(d.path(), 2);
+    // No time at all: the first round measures as designed and learns each
+    // job's cost, and every job of the second is shortened.
+    let text =
+        std::fs::read_to_string(&design).unwrap().replacen("rounds = 2\n", "rounds = 2\nbudget-seconds = 0\n", 1);
+    std::fs::write(&design, text).unwrap();
+    let out = pb(d.path())
+        .args([
+            "calibrate",
+            "--device",
+            "host",
+            "--measure",
+            "--threads",
+            "1",
+            "--buffer-mib",
+            "64",
+            "--dry-run",
+            "--design",
+        ])
+        .arg(&design)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("(10 of 20 job rounds shortened to one repetition at the least, none retaken"), "{stdout}");
+    // Rounds asked for on the command line are measured whole.
+    let out = pb(d.path())
+        .args(["calibrate", "--device", "host", "--measure", "--threads", "1", "--buffer-mib", "64", "--dry-run"])
+        .args(["--rounds", "2", "--design"])
+        .arg(&design)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !stdout.contains("shortened"), "{stdout}");
 }

@@ -39,7 +39,16 @@ pub struct Design {
     pub rounds: u32,
     /// The shapes.
     pub points: Vec<DesignPoint>,
+    /// The time its measuring keeps within, where it has one (the quick
+    /// design's, [`QUICK_BUDGET`]): past it, rounds are shortened
+    /// ([`super::pace`]).
+    pub budget: Option<std::time::Duration>,
 }
+
+/// The quick design's measuring budget: with the bandwidth pass and the
+/// fit, a quick calibration within 3 minutes on 2 cores. On the Zen 4 VM
+/// its rounds took 148-192 s in slow stretches, retakes included.
+pub const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(165);
 
 /// A design file.
 #[derive(Debug, Deserialize)]
@@ -49,6 +58,10 @@ struct DesignToml {
     name: Option<String>,
     #[serde(default = "three")]
     rounds: u32,
+    /// Seconds of measuring to keep within; later rounds are shortened
+    /// past it (none: every round measured whole).
+    #[serde(default, rename = "budget-seconds")]
+    budget_seconds: Option<f64>,
     point: Vec<PointToml>,
 }
 
@@ -195,7 +208,12 @@ impl Design {
             workloads: workloads(&[TG128, STUDY]),
             holdout: true,
         }));
-        Design { name: if quick { "quick" } else { "full" }.into(), rounds: if quick { 2 } else { 3 }, points }
+        Design {
+            name: if quick { "quick" } else { "full" }.into(),
+            rounds: if quick { 2 } else { 3 },
+            points,
+            budget: quick.then_some(QUICK_BUDGET),
+        }
     }
 
     /// The built-in check of a calibration: six shapes of none of the
@@ -208,13 +226,23 @@ impl Design {
             .chain(ANCHORS.iter().map(|&i| shape(&FIT[i])))
             .map(|shape| DesignPoint { shape, workloads: workloads(&[TG128, STUDY]), holdout: true })
             .collect();
-        Design { name: "check".into(), rounds: 3, points }
+        Design { name: "check".into(), rounds: 3, points, budget: None }
     }
 
     /// The design measured in `rounds` rounds where given (`calibrate
-    /// --rounds`), else in its own.
+    /// --rounds`), else in its own. Rounds asked for are measured whole:
+    /// the time budget goes.
     pub fn with_rounds(self, rounds: Option<u32>) -> Design {
-        Design { rounds: rounds.unwrap_or(self.rounds), ..self }
+        match rounds {
+            Some(rounds) => Design { rounds, budget: None, ..self },
+            None => self,
+        }
+    }
+
+    /// The design without its time budget (a precision asked for is
+    /// measured whole).
+    pub fn unhurried(self) -> Design {
+        Design { budget: None, ..self }
     }
 
     /// The design with every point held out: a check measures without fitting.
@@ -268,8 +296,18 @@ impl Design {
                 message: format!("rounds must be 1 to 100, got {}", t.rounds),
             });
         }
+        let budget = match t.budget_seconds {
+            None => None,
+            Some(s) if s.is_finite() && s >= 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+            Some(s) => {
+                return Err(DesignError::Degenerate {
+                    file,
+                    message: format!("budget-seconds must be a number of seconds, at least 0, got {s}"),
+                })
+            }
+        };
         let name = t.name.unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned());
-        Ok(Design { name, rounds: t.rounds, points })
+        Ok(Design { name, rounds: t.rounds, points, budget })
     }
 
     /// Whether the fit can be determined: enough distinct fitted shapes, of

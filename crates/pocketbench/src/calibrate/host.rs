@@ -43,6 +43,9 @@ pub struct Options {
     pub fresh: bool,
     /// Fit and report, but do not write the profile.
     pub dry_run: bool,
+    /// How precisely each job is measured in each round (default
+    /// [`JOB_PRECISION`]): a slower, surer calibration asks for more.
+    pub job: crate::probe::timing::AutoReps,
 }
 
 /// A finished calibration of this machine.
@@ -64,6 +67,9 @@ pub struct Calibrated {
     pub again: Option<super::again::Again>,
     /// Seconds it took.
     pub seconds: f64,
+    /// Rounds shortened to keep within the design's time budget, and the
+    /// rounds in all.
+    pub shortened: (u32, u32),
 }
 
 /// A finished check of this machine's profile.
@@ -131,9 +137,9 @@ pub fn job_rule() -> crate::probe::window::Contention {
 }
 
 /// Job settings of a calibration or a check: each job in each round
-/// repeated to [`JOB_PRECISION`] (at least [`JOB_MIN_REPS`]), at `threads`
-/// (default: the profile's).
-pub fn job_settings(threads: Option<u32>) -> Result<JobSettings, Error> {
+/// repeated to `job` ([`JOB_PRECISION`] by default; at least
+/// [`JOB_MIN_REPS`]), at `threads` (default: the profile's).
+pub fn job_settings(threads: Option<u32>, job: crate::probe::timing::AutoReps) -> Result<JobSettings, Error> {
     let settings = JobSettings {
         reps: JOB_MIN_REPS,
         threads,
@@ -141,7 +147,7 @@ pub fn job_settings(threads: Option<u32>) -> Result<JobSettings, Error> {
         force: false,
         engine: None,
         engine_model: None,
-        auto: Some(JOB_PRECISION),
+        auto: Some(job),
         pin: false,
     };
     settings.validate()?;
@@ -275,7 +281,7 @@ pub fn calibrate_host(
     let started = Instant::now();
     let (device, here) =
         this_machine(devices, id, "--measure", "calibrate it with `--add` and records measured on it")?;
-    let settings = job_settings(o.threads)?;
+    let settings = job_settings(o.threads, o.job)?;
     let buffer_mib = o.buffer_mib.unwrap_or(if o.quick { 256 } else { 1024 });
     if buffer_mib < 64 {
         return Err(Error::usage("--buffer-mib must be at least 64"));
@@ -381,6 +387,7 @@ pub fn calibrate_host(
         noise,
         again: again.flatten(),
         seconds: started.elapsed().as_secs_f64(),
+        shortened: (measured.shortened, design.rounds * design.jobs_per_round() as u32),
     })
 }
 
@@ -461,6 +468,7 @@ pub fn check_host(
     id: &str,
     design: &Design,
     threads: Option<u32>,
+    job: crate::probe::timing::AutoReps,
     fresh: bool,
     reporter: &mut dyn Reporter,
 ) -> Result<Checked, Error> {
@@ -468,7 +476,7 @@ pub fn check_host(
     let (device, here) =
         this_machine(devices, id, "--check", "check it with `run` on it and `calibrate --add --holdout`")?;
     // `measure_design` builds (so checks) every job before it measures one.
-    let settings = job_settings(threads)?;
+    let settings = job_settings(threads, job)?;
     let label = device.calibration_label();
     reporter.report(&planned(
         &format!("checking {label}"),

@@ -21,6 +21,7 @@ pub mod host;
 pub mod import;
 pub mod loo;
 pub mod noise;
+mod pace;
 pub mod points;
 pub mod published;
 mod residuals;

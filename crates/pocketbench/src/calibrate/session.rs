@@ -18,10 +18,12 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use super::design::Design;
+use super::pace::{self, Pace};
 use crate::arch::Shape;
 use crate::capability::{capability, ProxySettings};
 use crate::device::{Device, PointToml};
@@ -60,6 +62,8 @@ pub struct Measured {
     pub elasticity: Option<Elasticity>,
     /// Points whose measurement kept contended repetitions (in any round).
     pub contended: usize,
+    /// Rounds shortened to keep within the design's time budget ([`Pace`]).
+    pub shortened: u32,
 }
 
 /// (fastest - slowest) / fastest of `speeds`; `None` for fewer than two.
@@ -141,11 +145,15 @@ struct Line {
     record: Record,
 }
 
-/// The cache key of a job: the shape, workload, threads, engine build and
-/// machine, so a cache is never reused by another build or machine.
+/// The cache key of a job: the shape, workload, threads, engine build,
+/// machine and the precision each round asks for, so a cache is never
+/// reused by another build or machine, nor by a calibration asking for
+/// another precision.
 fn key(runner: &dyn Runner, job: &Job) -> String {
+    let precision =
+        job.auto.map(|a| format!("|p{}-{}-{}s", a.precision, a.max_reps, a.max_seconds)).unwrap_or_default();
     format!(
-        "{}|{}+{}|t{}|{}",
+        "{}|{}+{}|t{}|{}{precision}",
         job.shape.id(),
         job.workload.prompt,
         job.workload.gen,
@@ -197,52 +205,59 @@ pub fn measure(
     let mut file = Cache::open(cache)?;
     let policy = Policy { contention: Some(super::host::job_rule()), ..Policy::single_repetition(None) };
     let scheduler = Scheduler::new(runner, device, policy);
+    let hurried = Scheduler::new(runner, device, pace::hurried(policy));
     let proxy = ProxySettings::default();
     let mut failures: HashMap<String, String> = HashMap::new();
-    let mut n = 0;
-    for round in 1..=design.rounds {
-        for ((_, job), k) in jobs.iter().zip(&keys) {
-            n += 1;
-            let config = job.shape.to_string();
-            let (rec, cached) = match done.get(&(k.clone(), round)) {
-                Some(r) => (r.clone(), true),
-                None => {
-                    let cap = capability(&job.shape, &job.shape.accounting(), &proxy, None);
-                    match scheduler.run(job, &cap, reporter) {
-                        Attempted::Measured { record, .. } => {
-                            file.append(&Line { key: k.clone(), round, record: (*record).clone() })?;
-                            (*record, false)
-                        }
-                        Attempted::Failed { failure, .. } => {
-                            let reason = failure.to_string();
-                            failures.insert(k.clone(), reason.clone());
-                            reporter.report(&Event::RoundFailed {
-                                device: device.id().into(),
-                                config,
-                                workload: job.workload.to_string(),
-                                round,
-                                reason,
-                            });
-                            continue;
-                        }
-                        Attempted::TooHot { .. } => unreachable!("a calibration does not cool between jobs"),
+    let mut pace = Pace::new(design.budget);
+    let started = Instant::now();
+    let order: Vec<(u32, usize)> = (1..=design.rounds).flat_map(|r| (0..jobs.len()).map(move |j| (r, j))).collect();
+    for (i, &(round, j)) in order.iter().enumerate() {
+        let (job, k, n) = (&jobs[j].1, &keys[j], i + 1);
+        let config = job.shape.to_string();
+        let (rec, cached) = match done.get(&(k.clone(), round)) {
+            Some(r) => (r.clone(), true),
+            None => {
+                let cap = capability(&job.shape, &job.shape.accounting(), &proxy, None);
+                let rest = order[i..].iter().filter(|(r, j)| !done.contains_key(&(keys[*j].clone(), *r)));
+                let hurry = pace.behind(started.elapsed().as_secs_f64(), rest.map(|(_, j)| &keys[*j]));
+                let job = if hurry { pace::shortened(job) } else { job.clone() };
+                let began = Instant::now();
+                let attempted = if hurry { &hurried } else { &scheduler }.run(&job, &cap, reporter);
+                pace.took(k, began.elapsed().as_secs_f64(), hurry);
+                match attempted {
+                    Attempted::Measured { record, .. } => {
+                        file.append(&Line { key: k.clone(), round, record: (*record).clone() })?;
+                        (*record, false)
                     }
+                    Attempted::Failed { failure, .. } => {
+                        let reason = failure.to_string();
+                        failures.insert(k.clone(), reason.clone());
+                        reporter.report(&Event::RoundFailed {
+                            device: device.id().into(),
+                            config,
+                            workload: job.workload.to_string(),
+                            round,
+                            reason,
+                        });
+                        continue;
+                    }
+                    Attempted::TooHot { .. } => unreachable!("a calibration does not cool between jobs"),
                 }
-            };
-            reporter.report(&Event::RoundMeasured {
-                device: device.id().into(),
-                done: n,
-                jobs: total,
-                round,
-                config,
-                workload: job.workload.to_string(),
-                decode_tok_s: rec.decode_tok_s,
-                cached,
-            });
-            done.insert((k.clone(), round), rec);
-        }
+            }
+        };
+        reporter.report(&Event::RoundMeasured {
+            device: device.id().into(),
+            done: n,
+            jobs: total,
+            round,
+            config,
+            workload: job.workload.to_string(),
+            decode_tok_s: rec.decode_tok_s,
+            cached,
+        });
+        done.insert((k.clone(), round), rec);
     }
-    Ok(outcome(design, &jobs, &keys, &done, &failures))
+    Ok(outcome(design, &jobs, &keys, &done, &failures, &pace))
 }
 
 /// The cache file, appended to one synced line at a time.
@@ -274,6 +289,7 @@ fn outcome(
     keys: &[String],
     done: &HashMap<(String, u32), Record>,
     failures: &HashMap<String, String>,
+    pace: &Pace,
 ) -> Measured {
     let mut out = Measured {
         points: Vec::new(),
@@ -282,6 +298,7 @@ fn outcome(
         decode_halves: Vec::new(),
         elasticity: None,
         contended: 0,
+        shortened: pace.total_shortened(),
     };
     let mut jobs_recs: Vec<Vec<&Record>> = Vec::new();
     for ((i, job), k) in jobs.iter().zip(keys) {
@@ -294,7 +311,8 @@ fn outcome(
         let speeds: Vec<f64> = recs.iter().map(|r| r.decode_tok_s).collect();
         out.contended += usize::from(recs.iter().any(|r| r.measurement.as_ref().is_some_and(|m| m.contended)));
         out.decode_spreads.extend(spread(&speeds));
-        out.points.push(point(&design.name, &job.shape, &recs, design.points[*i].holdout));
+        let shortened = pace.shortened.get(k).copied().unwrap_or(0);
+        out.points.push(point(&design.name, &job.shape, &recs, design.points[*i].holdout, job.auto, shortened));
         jobs_recs.push(recs);
     }
     let every: Vec<Vec<(f64, f64)>> = jobs_recs.iter().map(|r| job_points(r)).collect();
@@ -309,12 +327,20 @@ fn outcome(
 
 /// One point from a (shape, workload)'s rounds: the median over every
 /// summarized repetition of every round of decode and prefill speed (each
-/// round repeated to [`super::host::JOB_PRECISION`], contended and drifted
+/// round repeated to its precision (`auto`, by default
+/// [`super::host::JOB_PRECISION`]), contended and drifted
 /// repetitions retaken), the median peak memory, the median same-moment
 /// bandwidth of those repetitions (the weights' own passes; absent where
 /// the weights are too small to read); `outcome` adds how far its halves
 /// lay apart (the split-half noise, [`Half::judged`]).
-fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointToml {
+fn point(
+    design: &str,
+    shape: &Shape,
+    recs: &[&Record],
+    holdout: bool,
+    auto: Option<crate::probe::timing::AutoReps>,
+    shortened: u32,
+) -> PointToml {
     use crate::units::{Bandwidth, ByteSize, TokRate};
     let base = recs[0];
     let mut p = super::point_from_record(base, holdout).expect("measured records");
@@ -334,14 +360,24 @@ fn point(design: &str, shape: &Shape, recs: &[&Record], holdout: bool) -> PointT
     p.peak_memory = Some(ByteSize(median(&recs.iter().map(|r| r.peak_mem_increase_mb * 1e6).collect::<Vec<_>>())));
     p.bandwidth = med(&|r| r.drift.map(|d| (d.before_gb_s + d.after_gb_s) / 2.0 * 1e9)).map(Bandwidth);
     let m = base.measurement.as_ref().expect("measured records");
+    let each_round = match auto {
+        Some(a) => format!(
+            "each round repeated until its median was within ±{}% or {} repetitions or {} s",
+            (a.precision * 1000.0).round() / 10.0,
+            a.max_reps,
+            a.max_seconds
+        ),
+        None => "each round a set number of repetitions".into(),
+    };
+    let each_round = match shortened {
+        0 => each_round,
+        n => format!("{each_round}, {n} of them shortened to one repetition at the least, none retaken, to keep within the design's time budget"),
+    };
     p.source = format!(
-        "measured {} by `pocketbench calibrate --measure` ({design} design, {shape}): median of {} repetition(s) over {} round-robin round(s), each round repeated until its median was within ±{:.0}% or {} repetitions or {} s (peak memory: median of the rounds){}; {} {}, {} threads (timer; VmHWM){}",
+        "measured {} by `pocketbench calibrate --measure` ({design} design, {shape}): median of {} repetition(s) over {} round-robin round(s), {each_round} (peak memory: median of the rounds){}; {} {}, {} threads (timer; VmHWM){}",
         crate::hostinfo::today(),
         kept.len(),
         recs.len(),
-        super::host::JOB_PRECISION.precision * 100.0,
-        super::host::JOB_PRECISION.max_reps,
-        super::host::JOB_PRECISION.max_seconds,
         if p.bandwidth.is_some() {
             "; bandwidth: median of the weights' own read passes before and after each repetition"
         } else {
@@ -368,7 +404,7 @@ mod tests {
         let recs: Vec<Record> = rounds.iter().map(|d| measured_record(2, 64, 16, d)).collect();
         let refs: Vec<&Record> = recs.iter().collect();
         let shape = crate::arch::presets::s(128, 2, 4, 2, 32, 256, 512, true);
-        let p = point("quick", &shape, &refs, false);
+        let p = point("quick", &shape, &refs, false, Some(crate::calibrate::host::JOB_PRECISION), 0);
         assert_eq!(p.decode.map(|d| d.0), Some(280.0));
         // The fastest odd round's median (305) over the even one's (160),
         // which `outcome` writes as the point's noise.

@@ -69,8 +69,10 @@ pub struct CalibrateArgs {
     #[arg(long, requires = "device", conflicts_with_all = ["add", "import"])]
     pub measure: bool,
     /// With --measure: the smaller built-in design (the 15 fitted shapes at
-    /// two workloads, 3 held out, two rounds; about 2 minutes on 2 cores,
-    /// against under 10 for the full one).
+    /// two workloads, 3 held out, two rounds; within 3 minutes on 2 cores,
+    /// against under 10 for the full one: where the first round ran slow,
+    /// later rounds are shortened to keep to it, and the result says how
+    /// many).
     #[arg(long, requires = "measure")]
     pub quick: bool,
     /// With --measure: a design file of your own (TOML: `rounds`, and
@@ -84,12 +86,25 @@ pub struct CalibrateArgs {
     pub threads: Option<u32>,
     /// With --measure or --check: measure every job this many times, in
     /// round-robin rounds, instead of the design's own count (quick 2, full
-    /// 3, check 3). A point is its fastest round, so on a host whose speed
-    /// drifts more rounds find its undisturbed speed more surely, at the
-    /// cost of time; a check compares best with a calibration measured in
-    /// as many rounds.
+    /// 3, check 3). A point is the median of every round's repetitions and
+    /// its split-half noise how far its odd rounds lie from its even ones,
+    /// so on a host whose speed drifts more rounds give a surer point and a
+    /// fairer judgement of it, at the cost of time; a check compares best
+    /// with a calibration measured in as many rounds.
     #[arg(long, value_name = "N", requires = "measuring", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: Option<u32>,
+    /// With --measure or --check: repeat each job in each round until the 95% interval of its median
+    /// decode speed is within ± this fraction of it (default 0.02), or a cap below is reached.
+    #[arg(long, value_name = "F", requires = "measuring", value_parser = fraction)]
+    pub precision: Option<f64>,
+    /// With --measure or --check: at most this many repetitions of a job in a round (default 3).
+    #[arg(long, value_name = "N", requires = "measuring", value_parser = clap::value_parser!(u32).range(2..=1000))]
+    pub max_reps: Option<u32>,
+    /// With --measure or --check: stop starting repetitions of a job in a round after this many
+    /// seconds of them (default 0.3). Where a calibration judges itself noisy because its halves
+    /// disagree, more seconds here (and more --rounds) are what a sounder one costs.
+    #[arg(long, value_name = "S", requires = "measuring", value_parser = seconds)]
+    pub max_time: Option<f64>,
     /// With --measure or --check: forget the measurements an unfinished
     /// run of it cached, and measure everything again.
     #[arg(long, requires = "measuring")]
@@ -125,12 +140,15 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
             None => Design::built_in(a.quick),
         }
         .with_rounds(a.rounds);
+        // A precision asked for is measured whole, whatever it costs.
+        let design = if job_precision(a) == host::JOB_PRECISION { design } else { design.unhurried() };
         let o = host::Options {
             threads: a.threads,
             quick: a.quick,
             buffer_mib: a.buffer_mib,
             fresh: a.fresh,
             dry_run: a.dry_run,
+            job: job_precision(a),
         };
         let done = host::calibrate_host(devices, id, &design, &o, &mut reporter)?;
         drop(reporter);
@@ -167,7 +185,7 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
             None => Design::check_built_in(),
         }
         .with_rounds(a.rounds);
-        let done = host::check_host(devices, id, &design, a.threads, a.fresh, &mut reporter)?;
+        let done = host::check_host(devices, id, &design, a.threads, job_precision(a), a.fresh, &mut reporter)?;
         drop(reporter);
         if a.json {
             outln!("{}", super::pretty(&done)?);
@@ -183,6 +201,33 @@ pub fn run(a: &CalibrateArgs, devices: &Devices) -> pocketbench::Result<Code> {
         return import(a, devices, id);
     }
     fit_and_report(a, &points::targets(devices, a.device.as_deref())?)
+}
+
+/// The precision each job is measured to in each round: the flags', else
+/// [`host::JOB_PRECISION`]'s.
+fn job_precision(a: &CalibrateArgs) -> pocketbench::probe::timing::AutoReps {
+    let d = host::JOB_PRECISION;
+    pocketbench::probe::timing::AutoReps {
+        precision: a.precision.unwrap_or(d.precision),
+        max_reps: a.max_reps.unwrap_or(d.max_reps),
+        max_seconds: a.max_time.unwrap_or(d.max_seconds),
+    }
+}
+
+/// `--precision`: a fraction strictly between 0 and 1.
+fn fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f < 1.0 => Ok(f),
+        _ => Err(format!("expected a fraction between 0 and 1 (0.02 for ±2%), got `{s}`")),
+    }
+}
+
+/// `--max-time`: seconds, at least 0 and finite.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if (0.0..=3600.0).contains(&f) => Ok(f),
+        _ => Err(format!("expected seconds from 0 to 3600, got `{s}`")),
+    }
 }
 
 /// `calibrate --add`: the library checks every record, adds the points

@@ -110,7 +110,14 @@ pub fn calibrated(c: &Calibrated, id: &str, verbose: bool) -> pocketbench::Resul
     if let Some(a) = &c.again {
         outln!("  {}", a.line());
     }
-    outln!("  took {:.0} s; predict with `pocketbench predict --device {id}`", c.seconds);
+    let (shortened, rounds) = c.shortened;
+    let kept = match shortened {
+        0 => String::new(),
+        n => format!(
+            " ({n} of {rounds} job rounds shortened to one repetition at the least, none retaken, to keep within the design's time budget; `--rounds` or `--max-time` measure every round whole)"
+        ),
+    };
+    outln!("  took {:.0} s{kept}; predict with `pocketbench predict --device {id}`", c.seconds);
     Ok(())
 }
 
