@@ -1,6 +1,7 @@
 //! Measuring a design for `calibrate --measure`: every job of the design
-//! once per round, rounds one after the other (round-robin), so that the
-//! host's drift over the calibration hits every point alike. Each round
+//! once per round, rounds one after the other (round-robin), the even ones
+//! in reverse, so that the host's drift over the calibration hits every
+//! point alike ([`serpentine`]). Each round
 //! repeats its job to a precision ([`super::host::JOB_PRECISION`]), with
 //! contended and drifted repetitions retaken; a point's speeds are the
 //! median of every round's summarized repetitions, its bandwidth the median
@@ -209,8 +210,12 @@ pub fn measure(
     let proxy = ProxySettings::default();
     let mut failures: HashMap<String, String> = HashMap::new();
     let mut pace = Pace::new(design.budget);
+    for ((_, job), k) in jobs.iter().zip(&keys) {
+        let p = crate::predict::predict(&job.shape, &job.shape.accounting(), device.model(), &job.workload);
+        pace.predict(k, pace::predicted_seconds(job, &p));
+    }
     let started = Instant::now();
-    let order: Vec<(u32, usize)> = (1..=design.rounds).flat_map(|r| (0..jobs.len()).map(move |j| (r, j))).collect();
+    let order = serpentine(design.rounds, jobs.len());
     for (i, &(round, j)) in order.iter().enumerate() {
         let (job, k, n) = (&jobs[j].1, &keys[j], i + 1);
         let config = job.shape.to_string();
@@ -258,6 +263,16 @@ pub fn measure(
         done.insert((k.clone(), round), rec);
     }
     Ok(outcome(design, &jobs, &keys, &done, &failures, &pace))
+}
+
+/// The order of a calibration's measurements, `(round, job)`: every job
+/// once per round, the even rounds in reverse. A host that drifts over the
+/// calibration then gives every job the same mean moment (a linear drift
+/// moves every point alike, which the fit and the held-out shapes share),
+/// where the same order every round gave the design's last jobs, the
+/// held-out shapes among them, a later mean moment than its first.
+fn serpentine(rounds: u32, jobs: usize) -> Vec<(u32, usize)> {
+    (1..=rounds).flat_map(|r| (0..jobs).map(move |i| (r, if r % 2 == 1 { i } else { jobs - 1 - i }))).collect()
 }
 
 /// The cache file, appended to one synced line at a time.
@@ -446,6 +461,16 @@ mod tests {
         assert!(job_points(&bare).is_empty());
         let h = half(&bare, Some(el)).unwrap();
         assert_eq!((h.at_bandwidth, h.judged()), (None, h.raw));
+    }
+
+    #[test]
+    fn rounds_alternate_direction_so_every_job_has_the_same_mean_moment() {
+        let order = serpentine(3, 3);
+        assert_eq!(order, [(1, 0), (1, 1), (1, 2), (2, 2), (2, 1), (2, 0), (3, 0), (3, 1), (3, 2)]);
+        // In two rounds, each job's two positions sum alike.
+        let two = serpentine(2, 5);
+        let mean = |j: usize| two.iter().enumerate().filter(|(_, (_, k))| *k == j).map(|(i, _)| i).sum::<usize>();
+        assert!((0..5).all(|j| mean(j) == mean(0)), "{two:?}");
     }
 
     #[test]

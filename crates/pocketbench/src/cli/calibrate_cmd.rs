@@ -70,9 +70,9 @@ pub struct CalibrateArgs {
     pub measure: bool,
     /// With --measure: the smaller built-in design (the 15 fitted shapes at
     /// two workloads, 3 held out, two rounds; within 3 minutes on 2 cores,
-    /// against under 10 for the full one: where the first round ran slow,
-    /// later rounds are shortened to keep to it, and the result says how
-    /// many).
+    /// against under 10 for the full one: where the machine runs slow, the
+    /// jobs past its budget are shortened to keep to it, and the result says
+    /// how many).
     #[arg(long, requires = "measure")]
     pub quick: bool,
     /// With --measure: a design file of your own (TOML: `rounds`, and
