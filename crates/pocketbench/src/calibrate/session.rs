@@ -210,9 +210,11 @@ pub fn measure(
     let proxy = ProxySettings::default();
     let mut failures: HashMap<String, String> = HashMap::new();
     let mut pace = Pace::new(design.budget);
-    for ((_, job), k) in jobs.iter().zip(&keys) {
-        let p = crate::predict::predict(&job.shape, &job.shape.accounting(), device.model(), &job.workload);
-        pace.predict(k, pace::predicted_seconds(job, &p));
+    if design.budget.is_some() {
+        for ((_, job), k) in jobs.iter().zip(&keys) {
+            let p = crate::predict::predict(&job.shape, &job.shape.accounting(), device.model(), &job.workload);
+            pace.predict(k, pace::predicted_seconds(job, &p));
+        }
     }
     let started = Instant::now();
     let order = serpentine(design.rounds, jobs.len());
