@@ -29,6 +29,7 @@ mod attention;
 mod buf;
 #[cfg(target_arch = "x86_64")]
 mod gqa;
+mod history;
 mod layout;
 mod matmul;
 #[cfg(target_arch = "aarch64")]

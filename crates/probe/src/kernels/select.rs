@@ -1,5 +1,7 @@
 //! Which variant of the interleaved 4-bit kernel (the decode and prefill hot
-//! loop) runs: measured once per process, not fixed by a preference. An
+//! loop) runs: measured once per process, its rounds pooled with those of
+//! earlier processes on this machine ([`History`]), not fixed by a
+//! preference. An
 //! AVX-512 kernel can lose to AVX2 on one x86 machine (narrower 512-bit
 //! units, a lower clock under AVX-512) and win on another, so every variant
 //! the CPU supports is timed on the same small matrix, alternating, and one
@@ -21,6 +23,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use super::history::History;
 use super::{isa, span, BlockQ8, Isa, QMatrix, BLOCK};
 
 /// The software prefetch distances tried: bytes ahead of the column being
@@ -131,6 +134,10 @@ pub struct Choice {
     pub prefetch_timings: Vec<(usize, f64)>,
     /// Why these: measured, forced by the environment, or the only ones.
     pub how: String,
+    /// For each choice timed among two or more candidates, how many rounds
+    /// of earlier processes on this machine were pooled with this one's
+    /// ([`History`]).
+    pub pooled: Vec<(String, usize)>,
 }
 
 impl Choice {
@@ -163,6 +170,10 @@ impl Choice {
             let ts: Vec<String> = self.attention_timings.iter().map(|(b, us)| format!("{b}-bit {us:.1} us")).collect();
             s += &format!("; attention call {}", ts.join(", "));
         }
+        if !self.pooled.is_empty() {
+            let ns: Vec<String> = self.pooled.iter().map(|(what, n)| format!("{what} {n}")).collect();
+            s += &format!("; earlier processes' rounds pooled: {}", ns.join(", "));
+        }
         if !self.prefetch_timings.is_empty() {
             let ts: Vec<String> = self
                 .prefetch_timings
@@ -187,9 +198,16 @@ pub fn choose_kernels(threads: usize, stream: &[&QMatrix]) -> &'static Choice {
     static CHOICE: OnceLock<Choice> = OnceLock::new();
     CHOICE.get_or_init(|| {
         let mut c = choose(std::env::var("POCKETBENCH_KERNELS").ok().as_deref(), threads.max(1));
-        if !stream.is_empty() && c.how == MEASURED {
+        if !stream.is_empty() && c.how.starts_with(MEASURED) {
             let rounds = time_prefetch(c.variant, stream, c.threads);
+            let dims: Vec<String> = stream.iter().map(|m| format!("{}x{}", m.rows, m.cols)).collect();
+            let what = format!("prefetch over {:016x}", pocketbench_types::fnv1a(dims.join(",").as_bytes()));
+            let timed = rounds.len() > 1;
+            let (rounds, earlier) = pooled(&what, rounds, c.threads, |b| b.to_string());
             (c.prefetch, c.prefetch_timings) = settle(&rounds).unwrap_or((0, Vec::new()));
+            if timed {
+                c.pooled.push(("prefetch".into(), earlier));
+            }
             // Timed all the same, so the record still shows what each
             // distance read at start-up.
             if let Some(ahead) = std::env::var("POCKETBENCH_PREFETCH").ok().and_then(|v| v.parse().ok()) {
@@ -208,7 +226,8 @@ pub fn x8_choice() -> &'static Choice {
 }
 
 /// How a measured choice is described.
-const MEASURED: &str = "timed at start-up, the default unless another was 3% faster and the faster in 9 of 11 rounds";
+const MEASURED: &str = "timed at start-up and pooled with earlier processes' rounds on this machine, the default \
+                        unless another was 3% faster and the faster in more rounds than chance would give (sign test)";
 
 /// The matrix-vector variant that runs.
 pub fn x8_variant() -> X8 {
@@ -230,6 +249,7 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
         prefetch: 0,
         prefetch_timings: Vec::new(),
         how: how.into(),
+        pooled: Vec::new(),
     };
     if let Some(v) = forced.and_then(|name| X8_VARIANTS.into_iter().find(|v| v.name() == name && v.supported())) {
         return fixed(v, "POCKETBENCH_KERNELS");
@@ -241,11 +261,23 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
             // The most capable variant is the default (the last supported,
             // X8_VARIANTS' order); the others are timed against it.
             let most_capable_first = |v: &[X8]| -> Vec<X8> { v.iter().rev().copied().collect() };
-            let (variant, timings) =
-                settle(&time(&most_capable_first(&supported), threads, 1)).expect("two or more variants timed");
-            let (tile, tile_timings) =
-                settle(&time(&most_capable_first(&tiles), threads, 0)).unwrap_or((X8::Portable, Vec::new()));
-            let (width, attention_timings) = settle(&time_attention(threads)).unwrap_or((256, Vec::new()));
+            let name = |v: &X8| v.name().to_string();
+            let (vs, v_earlier) =
+                pooled("matrix-vector", time(&most_capable_first(&supported), threads, 1), threads, name);
+            let (ts, t_earlier) = pooled("tiles", time(&most_capable_first(&tiles), threads, 0), threads, name);
+            let (ws, w_earlier) = pooled("attention", time_attention(threads), threads, |b| b.to_string());
+            let (variant, timings) = settle(&vs).expect("two or more variants timed");
+            let (tile, tile_timings) = settle(&ts).unwrap_or((X8::Portable, Vec::new()));
+            let (width, attention_timings) = settle(&ws).unwrap_or((256, Vec::new()));
+            let pooled = [
+                ("matrix-vector", v_earlier, vs.len()),
+                ("tiles", t_earlier, ts.len()),
+                ("attention", w_earlier, ws.len()),
+            ]
+            .into_iter()
+            .filter(|(_, _, candidates)| *candidates > 1)
+            .map(|(what, n, _)| (what.to_string(), n))
+            .collect();
             Choice {
                 variant,
                 tile,
@@ -257,6 +289,7 @@ fn choose(forced: Option<&str>, threads: usize) -> Choice {
                 prefetch: 0,
                 prefetch_timings: Vec::new(),
                 how: MEASURED.into(),
+                pooled,
             }
         }
     }
@@ -334,12 +367,45 @@ pub(super) const ROUNDS: usize = 11;
 /// this much below 1: within it, candidates are taken as equal.
 pub const CLEAR_MARGIN: f64 = 0.03;
 
-/// An alternative must also be the faster in at least this share of the
-/// paired rounds (9 of [`ROUNDS`]): equal candidates do that by chance 3%
-/// of the time, where the margin alone let noise of 5-10% a round (the Zen
-/// 4 VM) flip one process in three or four to another prefetch distance or
-/// attention width.
-pub const MIN_WIN_SHARE: f64 = 0.8;
+/// An alternative must also be the faster in more of the paired rounds
+/// than equal candidates would be with this chance (a one-sided sign test:
+/// 9 of 11 rounds, 35 of 55). The margin alone let noise of 5-10% a round
+/// (the Zen 4 VM) flip one process in three or four to another prefetch
+/// distance or attention width.
+pub const SIGN_TEST_ALPHA: f64 = 0.035;
+
+/// The fewest wins of `n` paired rounds that equal candidates reach with a
+/// chance of at most [`SIGN_TEST_ALPHA`] (`n + 1`: none suffices).
+pub fn min_wins(n: usize) -> usize {
+    // P(X >= k) for X ~ Binomial(n, 1/2), summed down from k = n.
+    let total = 2f64.powi(n as i32);
+    let mut c = 1.0; // C(n, n - j)
+    let mut tail = 0.0;
+    for j in 0..=n {
+        let k = n - j;
+        tail += c / total;
+        if tail > SIGN_TEST_ALPHA {
+            return k + 1;
+        }
+        c = c * (n - j) as f64 / (j + 1) as f64;
+    }
+    0
+}
+
+/// This choice's rounds pooled with those earlier processes on this
+/// machine kept ([`History`]), and how many earlier rounds that is.
+fn pooled<T: Copy>(
+    what: &str,
+    timed: Vec<(T, Vec<f64>)>,
+    threads: usize,
+    name: impl Fn(&T) -> String,
+) -> (Vec<(T, Vec<f64>)>, usize) {
+    if timed.len() < 2 {
+        return (timed, 0);
+    }
+    let names: Vec<String> = timed.iter().map(|(c, _)| name(c)).collect();
+    History::here(what, &names, threads).pool(timed)
+}
 
 /// Each candidate's time in each of [`ROUNDS`] rounds, `time` called on
 /// every candidate in turn within a round.
@@ -357,7 +423,7 @@ fn rounds<T: Copy>(candidates: &[T], mut time: impl FnMut(T) -> f64) -> Vec<(T, 
 /// each candidate's median time for the record. An alternative is taken
 /// only when it is faster than the default by more than [`CLEAR_MARGIN`]
 /// in the median of the rounds' paired ratios and faster in at least
-/// [`MIN_WIN_SHARE`] of those rounds (the fastest such, if several are); a
+/// [`min_wins`] of those rounds (the fastest such, if several are); a
 /// best-of or a median of each candidate alone would let one lucky round,
 /// or a stretch of the machine, decide. `None` when nothing was timed.
 fn settle<T: Copy>(timed: &[(T, Vec<f64>)]) -> Option<(T, Vec<(T, f64)>)> {
@@ -376,7 +442,7 @@ fn settle<T: Copy>(timed: &[(T, Vec<f64>)]) -> Option<(T, Vec<(T, f64)>)> {
         let ratios: Vec<f64> = ts.iter().zip(base).map(|(t, b)| t / b).filter(|r| r.is_finite()).collect();
         let wins = ratios.iter().filter(|r| **r < 1.0).count();
         let ratio = median(&mut ratios.iter().copied());
-        if ratio < chosen.1 && wins as f64 >= (MIN_WIN_SHARE * ratios.len() as f64).ceil() {
+        if ratio < chosen.1 && wins >= min_wins(ratios.len()) {
             chosen = (*c, ratio);
         }
     }
@@ -510,14 +576,16 @@ mod tests {
 
     #[test]
     fn an_alternative_replaces_the_default_only_when_clearly_faster_round_by_round() {
-        let r = |ts: &[f64]| ts.to_vec();
+        // A pattern of rounds repeated over the eleven a process times.
+        let r = |ts: &[f64]| ts.iter().copied().cycle().take(ROUNDS).collect::<Vec<f64>>();
         // 2% faster in every round: within the margin, so the default.
         let close = [(0usize, r(&[10.0, 10.0, 10.0])), (9216, r(&[9.8, 9.8, 9.8]))];
         let (chosen, medians) = settle(&close).unwrap();
         assert_eq!((chosen, medians), (0, vec![(0, 10.0), (9216, 9.8)]));
         // One lucky round 30% faster (a best-of would take it), slower in
         // the rest: the default.
-        let lucky = [(0usize, r(&[10.0, 10.0, 10.0])), (9216, r(&[7.0, 10.5, 10.4]))];
+        let lucky =
+            [(0usize, r(&[10.0; 11])), (9216, r(&[7.0, 10.5, 10.4, 10.5, 10.4, 10.5, 10.4, 10.5, 10.4, 10.5, 10.4]))];
         assert_eq!(settle(&lucky).unwrap().0, 0);
         // The machine slowed in the middle rounds for both alike: paired
         // ratios see the alternative 10% faster throughout.
@@ -535,6 +603,25 @@ mod tests {
         let clear = [9.5, 9.4, 9.5, 9.3, 9.5, 9.6, 9.5, 9.4, 9.6, 10.6, 10.9];
         assert_eq!(settle(&[(0usize, r(&base)), (9216, r(&clear))]).unwrap().0, 9216);
         assert_eq!(settle::<usize>(&[]), None);
+        // Pooled rounds: faster in 40 of 55 (73%, short of 9 in 11) is more
+        // than chance gives, and taken; 30 of 55 is not.
+        let pooled = |wins: usize| {
+            let alt: Vec<f64> = (0..55).map(|i| if i < wins { 9.0 } else { 10.5 }).collect();
+            settle(&[(0usize, vec![10.0; 55]), (9216, alt)]).unwrap().0
+        };
+        assert_eq!((pooled(40), pooled(30)), (9216, 0));
+    }
+
+    #[test]
+    fn the_sign_test_asks_for_what_equal_candidates_reach_by_chance_at_most_3_5_percent_of_the_time() {
+        assert_eq!([min_wins(0), min_wins(4), min_wins(5), min_wins(11), min_wins(55)], [1, 5, 5, 9, 35]);
+        // A check of one: P(X >= 35 | 55 fair coins) = 0.0314, P(X >= 34) = 0.0541.
+        let tail = |n: u64, k: u64| (k..=n).map(|i| binomial(n, i)).sum::<f64>() / 2f64.powi(n as i32);
+        assert!(tail(55, 35) <= SIGN_TEST_ALPHA && tail(55, 34) > SIGN_TEST_ALPHA);
+    }
+
+    fn binomial(n: u64, k: u64) -> f64 {
+        (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
     }
 
     #[test]
